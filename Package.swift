@@ -18,8 +18,9 @@ let package = Package(
 
         // JSON without Foundation: a strict parser and an ordered writer (payloads, CLI output).
         .target(name: "JSONCore"),
-        // Crypto primitives and TLS configuration on mbedTLS.
-        .target(name: "Crypto", dependencies: ["CMbedTLS"]),
+        // Crypto on mbedTLS: SHA-256, .p8 keys, ES256 provider tokens and their generations, the
+        // simulator's certificate authority, TLS configuration. JSONCore parses JWT headers and claims.
+        .target(name: "Crypto", dependencies: ["CMbedTLS", "JSONCore"]),
         // HTTP/2 framing on nghttp2.
         .target(name: "HTTP2", dependencies: ["CNghttp2", "Crypto"]),
         // The LMDB token store.
@@ -30,6 +31,8 @@ let package = Package(
 
         .testTarget(name: "CLibraryTests", dependencies: ["CMbedTLS", "CNghttp2", "CLMDB", "Crypto", "HTTP2", "TokenStore"]),
         .testTarget(name: "SokuhoCLITests", dependencies: ["SokuhoCLI"]),
+        // Keys, JWTs and certificates checked against independent implementations (openssl, Python).
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto"], exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )

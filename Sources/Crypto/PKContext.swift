@@ -1,0 +1,132 @@
+import CMbedTLS
+
+/// One `mbedtls_pk_context` at a stable heap address, freed with its owner.
+///
+/// Not thread-safe: mbedTLS writes into the key's EC group during the first signature or
+/// verification (precomputed multiples of the generator). `SigningKey` and `VerifyingKey` keep it
+/// behind a `Mutex`.
+final class PKContext {
+    let pointer: UnsafeMutablePointer<mbedtls_pk_context>
+
+    init() {
+        pointer = .allocate(capacity: 1)
+        mbedtls_pk_init(pointer)
+    }
+
+    deinit {
+        mbedtls_pk_free(pointer)
+        pointer.deallocate()
+    }
+
+    /// A fresh EC P-256 key pair from the shared `RandomSource`.
+    static func generateP256() throws(CryptoError) -> PKContext {
+        let context = PKContext()
+        var rc = mbedtls_pk_setup(context.pointer, mbedtls_pk_info_from_type(MBEDTLS_PK_ECKEY))
+        guard rc == 0 else { throw .mbedTLS("setting up an EC key", rc) }
+        rc = mbedtls_ecp_gen_key(MBEDTLS_ECP_DP_SECP256R1, context.keypair, RandomSource.function, RandomSource.shared.drbg)
+        guard rc == 0 else { throw .mbedTLS("generating an EC P-256 key", rc) }
+        return context
+    }
+
+    /// The EC key pair inside; valid only for EC keys (check `isEC` first).
+    var keypair: UnsafeMutablePointer<mbedtls_ecp_keypair> {
+        pointer.pointee.pk_ctx.assumingMemoryBound(to: mbedtls_ecp_keypair.self)
+    }
+
+    /// The key pair's group, secret scalar and public point, addressed explicitly (not with `&` on
+    /// `pointee` members) so mbedTLS always gets the key's own memory.
+    var group: UnsafeMutablePointer<mbedtls_ecp_group> { member(\.grp) }
+    var secret: UnsafeMutablePointer<mbedtls_mpi> { member(\.d) }
+    var publicPoint: UnsafeMutablePointer<mbedtls_ecp_point> { member(\.Q) }
+
+    private func member<Member>(_ path: KeyPath<mbedtls_ecp_keypair, Member>) -> UnsafeMutablePointer<Member> {
+        let offset = MemoryLayout<mbedtls_ecp_keypair>.offset(of: path)!
+        return (UnsafeMutableRawPointer(keypair) + offset).assumingMemoryBound(to: Member.self)
+    }
+
+    /// Whether the key is an elliptic-curve key of any flavour mbedTLS parses.
+    var isEC: Bool {
+        let type = mbedtls_pk_get_type(pointer)
+        return type == MBEDTLS_PK_ECKEY || type == MBEDTLS_PK_ECKEY_DH || type == MBEDTLS_PK_ECDSA
+    }
+
+    /// mbedTLS's name for the key's algorithm, e.g. "RSA" or "EC".
+    var algorithmName: String {
+        mbedtls_pk_get_name(pointer).map { String(cString: $0) } ?? "unknown"
+    }
+
+    /// Whether the key is on P-256 (only meaningful when `isEC`).
+    var isP256: Bool { group.pointee.id == MBEDTLS_ECP_DP_SECP256R1 }
+
+    /// The curve's standard name, e.g. "secp384r1" (only meaningful when `isEC`).
+    var curveName: String {
+        guard let info = mbedtls_ecp_curve_info_from_grp_id(group.pointee.id) else { return "an unknown curve" }
+        return String(cString: info.pointee.name)
+    }
+
+    /// SubjectPublicKeyInfo DER.
+    func publicKeyDER() -> [UInt8] {
+        writeDER(capacity: 256) { buffer, size in mbedtls_pk_write_pubkey_der(pointer, buffer, size) }
+    }
+
+    /// The private key as mbedTLS writes it: a SEC1 ECPrivateKey with the curve parameters and the
+    /// public key included (exactly the inner key of Apple's .p8 layout).
+    func sec1PrivateKeyDER() -> [UInt8] {
+        writeDER(capacity: 512) { buffer, size in mbedtls_pk_write_key_der(pointer, buffer, size) }
+    }
+
+    /// mbedTLS DER writers fill the *end* of the buffer and return the length (or an error < 0).
+    private func writeDER(capacity: Int, _ write: (UnsafeMutablePointer<UInt8>, Int) -> Int32) -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: capacity)
+        let length = buffer.withUnsafeMutableBufferPointer { write($0.baseAddress!, $0.count) }
+        // The buffers are sized for a P-256 key, the only kind these contexts ever hold when written.
+        precondition(length > 0, "mbedTLS DER writer: \(MbedTLSLibrary.describe(length))")
+        return Array(buffer.suffix(Int(length)))
+    }
+
+    /// An ECDSA signature of a SHA-256 `digest` in JWS form: r and s as 32-byte big-endian
+    /// integers, left-padded with zeros, concatenated (64 bytes) — not DER.
+    func signRaw(digest: [UInt8]) throws(CryptoError) -> [UInt8] {
+        let r = MPI(), s = MPI()
+        let rc = mbedtls_ecdsa_sign(group, r.pointer, s.pointer, secret,
+                                    digest, digest.count, RandomSource.function, RandomSource.shared.drbg)
+        guard rc == 0 else { throw .mbedTLS("ECDSA signing", rc) }
+        return try r.bigEndian(width: 32) + s.bigEndian(width: 32)
+    }
+
+    /// Whether `signature` (64-byte r||s) is a valid ECDSA signature of `digest` by this key.
+    func verifyRaw(digest: [UInt8], signature: [UInt8]) -> Bool {
+        guard signature.count == 64 else { return false }
+        let r = MPI(), s = MPI()
+        guard r.read(bigEndian: signature[0..<32]), s.read(bigEndian: signature[32..<64]) else { return false }
+        return mbedtls_ecdsa_verify(group, digest, digest.count, publicPoint, r.pointer, s.pointer) == 0
+    }
+}
+
+/// One `mbedtls_mpi` (big integer) on the heap, freed with its owner.
+final class MPI {
+    let pointer: UnsafeMutablePointer<mbedtls_mpi>
+
+    init() {
+        pointer = .allocate(capacity: 1)
+        mbedtls_mpi_init(pointer)
+    }
+
+    deinit {
+        mbedtls_mpi_free(pointer)
+        pointer.deallocate()
+    }
+
+    /// Sets the value from big-endian bytes; false only on allocation failure.
+    func read(bigEndian bytes: ArraySlice<UInt8>) -> Bool {
+        Array(bytes).withUnsafeBufferPointer { mbedtls_mpi_read_binary(pointer, $0.baseAddress, $0.count) } == 0
+    }
+
+    /// The value as exactly `width` big-endian bytes, zero-padded on the left.
+    func bigEndian(width: Int) throws(CryptoError) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: width)
+        let rc = out.withUnsafeMutableBufferPointer { mbedtls_mpi_write_binary(pointer, $0.baseAddress, width) }
+        guard rc == 0 else { throw .mbedTLS("writing a big integer", rc) }
+        return out
+    }
+}

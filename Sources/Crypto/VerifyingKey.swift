@@ -1,0 +1,44 @@
+import CMbedTLS
+import Synchronization
+
+/// An EC P-256 public key that checks ES256 signatures (64-byte r||s), for the simulator's
+/// provider-token verification.
+///
+/// Thread-safe: verification also writes into the key's group inside mbedTLS, so the context sits
+/// behind a `Mutex`.
+public final class VerifyingKey: Sendable {
+    private let context: Mutex<PKContext>
+    /// SubjectPublicKeyInfo DER.
+    public let publicKeyDER: [UInt8]
+
+    /// Parses a public key: PEM `BEGIN PUBLIC KEY` (as `openssl pkey -pubout` writes it) or DER.
+    public init(pem bytes: [UInt8], source: String) throws(CryptoError) {
+        let isPEM = PEM.firstLabel(in: bytes) != nil
+        let input = isPEM ? PEM.nulTerminated(bytes) : bytes
+        let key = PKContext()
+        let rc = mbedtls_pk_parse_public_key(key.pointer, input, input.count)
+        guard rc == 0 else { throw .publicKeyUnrecognized(source: source, detail: MbedTLSLibrary.describe(rc)) }
+        guard key.isEC else { throw .publicKeyUnrecognized(source: source, detail: "it is an \(key.algorithmName) key") }
+        guard key.isP256 else { throw .publicKeyUnrecognized(source: source, detail: "it is on curve \(key.curveName)") }
+        publicKeyDER = key.publicKeyDER()
+        context = Mutex(key)
+    }
+
+    /// The public half of a key already checked to be P-256 (from `SigningKey.verifyingKey`).
+    convenience init(validatedDER der: [UInt8], source: String) {
+        do {
+            try self.init(pem: der, source: source)
+        } catch {
+            preconditionFailure("mbedTLS refused the public key it wrote itself: \(error)")
+        }
+    }
+
+    /// Whether `signature` (64 bytes r||s) is this key's ES256 signature of `message`.
+    public func isValidSignature(_ signature: [UInt8], of message: [UInt8]) -> Bool {
+        let digest = SHA256.hash(message)
+        return context.withLock { $0.verifyRaw(digest: digest, signature: signature) }
+    }
+
+    /// The public key as PEM (`BEGIN PUBLIC KEY`).
+    public var pem: String { PEM.encode(label: "PUBLIC KEY", der: publicKeyDER) }
+}
