@@ -48,6 +48,12 @@ public struct VerifiedProviderToken: Sendable, Equatable {
     public let keyID: String
     public let teamID: String
     public let issuedAt: Int64
+
+    public init(keyID: String, teamID: String, issuedAt: Int64) {
+        self.keyID = keyID
+        self.teamID = teamID
+        self.issuedAt = issuedAt
+    }
 }
 
 /// Checks APNs provider tokens the way APNs does, for the simulator: `bearer` scheme, compact JWS,
