@@ -43,6 +43,8 @@ import Testing
     @Test func refusesTamperedClaimsAndSignature() throws {
         let token = try signer.token(issuedAt: clock.now)
         let verifier = try verifier()
+        // The genuine token first, so its verified signature is remembered: it must not vouch for others.
+        #expect(try verifier.verify(jwt: token).issuedAt == clock.now)
         let laterIat = try replacing(token, claims: #"{"iss":"TEAM123456","iat":\#(clock.now + 1)}"#)
         #expect(throws: ProviderTokenRejection.badSignature) { try verifier.verify(jwt: laterIat) }
 
