@@ -68,12 +68,10 @@ public struct CertificateAuthority: Sendable {
     private static func writeCertificate(subject: String, subjectKey: PKContext, issuer: String, issuerKey: PKContext,
                                          validity: (start: Int64, days: Int), authority: Bool,
                                          extensions: [(oid: [UInt8], value: [UInt8])]) throws(CryptoError) -> String {
-        let writer = UnsafeMutablePointer<mbedtls_x509write_cert>.allocate(capacity: 1)
-        mbedtls_x509write_crt_init(writer)
-        defer {
-            mbedtls_x509write_crt_free(writer)
-            writer.deallocate()
-        }
+        let certificate = MbedTLSObject<mbedtls_x509write_cert>(initialize: mbedtls_x509write_crt_init, free: mbedtls_x509write_crt_free)
+        // mbedTLS uses `writer` until the PEM is written: keep its owner alive to the end.
+        defer { withExtendedLifetime(certificate) {} }
+        let writer = certificate.pointer
         mbedtls_x509write_crt_set_version(writer, MBEDTLS_X509_CRT_VERSION_3)
         mbedtls_x509write_crt_set_md_alg(writer, MBEDTLS_MD_SHA256)
         mbedtls_x509write_crt_set_subject_key(writer, subjectKey.pointer)
@@ -84,7 +82,7 @@ public struct CertificateAuthority: Sendable {
         serialBytes[0] = serialBytes[0] & 0x7f | 0x01
         let serial = MPI()
         guard serial.read(bigEndian: serialBytes[...]) else { throw .mbedTLS("setting the serial", MBEDTLS_ERR_MPI_ALLOC_FAILED) }
-        try check("setting the serial", mbedtls_x509write_crt_set_serial(writer, serial.pointer))
+        try check("setting the serial", withExtendedLifetime(serial) { mbedtls_x509write_crt_set_serial(writer, serial.pointer) })
 
         let notBefore = validityTime(validity.start - 3600)
         let notAfter = validityTime(validity.start + Int64(validity.days) * 86_400)

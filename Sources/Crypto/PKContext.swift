@@ -1,22 +1,13 @@
 import CMbedTLS
 
-/// One `mbedtls_pk_context` at a stable heap address, freed with its owner.
+/// One `mbedtls_pk_context` (a key) at a stable heap address, freed with its owner.
 ///
 /// Not thread-safe: mbedTLS writes into the key's EC group during the first signature or
 /// verification (precomputed multiples of the generator). `SigningKey` and `VerifyingKey` keep it
 /// behind a `Mutex`.
 final class PKContext {
-    let pointer: UnsafeMutablePointer<mbedtls_pk_context>
-
-    init() {
-        pointer = .allocate(capacity: 1)
-        mbedtls_pk_init(pointer)
-    }
-
-    deinit {
-        mbedtls_pk_free(pointer)
-        pointer.deallocate()
-    }
+    private let storage = MbedTLSObject<mbedtls_pk_context>(initialize: mbedtls_pk_init, free: mbedtls_pk_free)
+    var pointer: UnsafeMutablePointer<mbedtls_pk_context> { storage.pointer }
 
     /// A fresh EC P-256 key pair from the shared `RandomSource`.
     static func generateP256() throws(CryptoError) -> PKContext {
@@ -99,34 +90,8 @@ final class PKContext {
         guard signature.count == 64 else { return false }
         let r = MPI(), s = MPI()
         guard r.read(bigEndian: signature[0..<32]), s.read(bigEndian: signature[32..<64]) else { return false }
-        return mbedtls_ecdsa_verify(group, digest, digest.count, publicPoint, r.pointer, s.pointer) == 0
-    }
-}
-
-/// One `mbedtls_mpi` (big integer) on the heap, freed with its owner.
-final class MPI {
-    let pointer: UnsafeMutablePointer<mbedtls_mpi>
-
-    init() {
-        pointer = .allocate(capacity: 1)
-        mbedtls_mpi_init(pointer)
-    }
-
-    deinit {
-        mbedtls_mpi_free(pointer)
-        pointer.deallocate()
-    }
-
-    /// Sets the value from big-endian bytes; false only on allocation failure.
-    func read(bigEndian bytes: ArraySlice<UInt8>) -> Bool {
-        Array(bytes).withUnsafeBufferPointer { mbedtls_mpi_read_binary(pointer, $0.baseAddress, $0.count) } == 0
-    }
-
-    /// The value as exactly `width` big-endian bytes, zero-padded on the left.
-    func bigEndian(width: Int) throws(CryptoError) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: width)
-        let rc = out.withUnsafeMutableBufferPointer { mbedtls_mpi_write_binary(pointer, $0.baseAddress, width) }
-        guard rc == 0 else { throw .mbedTLS("writing a big integer", rc) }
-        return out
+        return withExtendedLifetime((r, s)) {
+            mbedtls_ecdsa_verify(group, digest, digest.count, publicPoint, r.pointer, s.pointer) == 0
+        }
     }
 }
