@@ -32,7 +32,7 @@ let package = Package(
         .testTarget(name: "CLibraryTests", dependencies: ["CMbedTLS", "CNghttp2", "CLMDB", "Crypto", "HTTP2", "TokenStore"]),
         .testTarget(name: "SokuhoCLITests", dependencies: ["SokuhoCLI"]),
         // Keys, JWTs and certificates checked against independent implementations (openssl, Python).
-        .testTarget(name: "CryptoTests", dependencies: ["Crypto"], exclude: ["Fixtures"]),
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto", "CMbedTLS"], exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )

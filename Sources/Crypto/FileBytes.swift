@@ -44,6 +44,19 @@ enum FileBytes {
         }
     }
 
+    /// Reads a key file, mapping failures to `CryptoError`: `missing` when there is no file,
+    /// `keyFileUnreadable` otherwise.
+    static func readKey(_ path: String, ifMissing missing: CryptoError) throws(CryptoError) -> [UInt8] {
+        do throws(Failure) {
+            return try read(path)
+        } catch {
+            switch error {
+            case .missing: throw missing
+            case let .failed(reason): throw .keyFileUnreadable(path: path, reason: reason)
+            }
+        }
+    }
+
     /// Writes a PEM text file, mapping failures to `CryptoError.fileWriteFailed`.
     static func writePEM(_ pem: String, to path: String, mode: mode_t) throws(CryptoError) {
         do throws(Failure) {

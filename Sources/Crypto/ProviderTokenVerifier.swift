@@ -77,6 +77,11 @@ public final class ProviderTokenVerifier: Sendable {
             self.teamID = teamID
             self.key = key
         }
+
+        /// The key, key id and team of a signer, e.g. the test provider key the demo signs with.
+        public init(signer: ProviderTokenSigner) {
+            self.init(keyID: signer.keyID, teamID: signer.teamID, key: signer.key.verifyingKey)
+        }
     }
 
     private let keys: [String: TrustedKey]

@@ -20,16 +20,7 @@ public final class SigningKey: Sendable {
 
     /// Loads a key file, e.g. the `.p8` downloaded from Apple.
     public convenience init(contentsOf path: String) throws(CryptoError) {
-        let bytes: [UInt8]
-        do throws(FileBytes.Failure) {
-            bytes = try FileBytes.read(path)
-        } catch {
-            switch error {
-            case .missing: throw .keyFileMissing(path: path)
-            case let .failed(reason): throw .keyFileUnreadable(path: path, reason: reason)
-            }
-        }
-        try self.init(pem: bytes, source: path)
+        try self.init(pem: FileBytes.readKey(path, ifMissing: .keyFileMissing(path: path)), source: path)
     }
 
     /// Loads a key from PEM (or DER) bytes; `source` names them in errors, e.g. "the key in SOKUHO_APNS_KEY".

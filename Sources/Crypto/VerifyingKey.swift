@@ -11,6 +11,18 @@ public final class VerifyingKey: Sendable {
     /// SubjectPublicKeyInfo DER.
     public let publicKeyDER: [UInt8]
 
+    /// Loads a public key file (`BEGIN PUBLIC KEY`), or the public half of a private key file such as
+    /// a `.p8`, so the simulator can be pointed at whichever the user has.
+    public convenience init(contentsOf path: String) throws(CryptoError) {
+        let bytes = try FileBytes.readKey(path, ifMissing: .publicKeyUnrecognized(source: path, detail: "there is no such file"))
+        if let label = PEM.firstLabel(in: bytes), label.hasSuffix("PRIVATE KEY") {
+            let privateKey = try SigningKey(pem: bytes, source: path)
+            self.init(validatedDER: privateKey.publicKeyDER, source: path)
+        } else {
+            try self.init(pem: bytes, source: path)
+        }
+    }
+
     /// Parses a public key: PEM `BEGIN PUBLIC KEY` (as `openssl pkey -pubout` writes it) or DER.
     public init(pem bytes: [UInt8], source: String) throws(CryptoError) {
         let isPEM = PEM.firstLabel(in: bytes) != nil

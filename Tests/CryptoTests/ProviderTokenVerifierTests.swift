@@ -135,9 +135,22 @@ import Testing
         #expect(try verifier().verify(authorization: "Bearer " + token).keyID == Fixtures.keyID)
     }
 
-    @Test func verifyingKeyDerivedFromThePrivateKeyMatchesThePEMOne() throws {
-        let derived = signer.key.verifyingKey
-        #expect(derived.pem == TemporaryDirectory().readText(Fixtures.appleLayoutPublicKey))
+    @Test func verifyingKeyLoadsFromThePublicPEMOrThePrivateP8Alike() throws {
+        let expected = TemporaryDirectory().readText(Fixtures.appleLayoutPublicKey)
+        #expect(signer.key.verifyingKey.pem == expected)
+        #expect(try VerifyingKey(contentsOf: Fixtures.appleLayoutPublicKey).pem == expected)
+        #expect(try VerifyingKey(contentsOf: Fixtures.appleLayoutKey).pem == expected)
+        let missing = TemporaryDirectory().path("nope.pem")
+        #expect(throws: CryptoError.publicKeyUnrecognized(source: missing, detail: "there is no such file")) {
+            try VerifyingKey(contentsOf: missing)
+        }
         #expect(throws: CryptoError.self) { try VerifyingKey(pem: Array("nope".utf8), source: "x") }
+    }
+
+    @Test func trustedKeyFromASignerAcceptsThatSignersTokens() throws {
+        let generated = try ProviderTokenSigner(key: SigningKey.generate(), keyID: "GENKEY0001", teamID: "GENTEAM001")
+        let verifier = ProviderTokenVerifier(trusting: [.init(signer: generated)], now: clock.closure)
+        #expect(try verifier.verify(jwt: generated.token(issuedAt: clock.now)).teamID == "GENTEAM001")
+        #expect(throws: ProviderTokenRejection.unknownKeyID(Fixtures.keyID)) { try verifier.verify(jwt: try signer.token(issuedAt: clock.now)) }
     }
 }
