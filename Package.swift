@@ -15,13 +15,14 @@ let package = Package(
         .systemLibrary(name: "CMbedTLS", path: "Sources/CMbedTLS", providers: debian),
         .systemLibrary(name: "CNghttp2", path: "Sources/CNghttp2", providers: debian),
         .systemLibrary(name: "CLMDB", path: "Sources/CLMDB", providers: debian),
+        .systemLibrary(name: "CSystem", path: "Sources/CSystem"),
 
         // JSON without Foundation: a strict parser and an ordered writer (payloads, CLI output).
         .target(name: "JSONCore"),
         // Crypto primitives and TLS configuration on mbedTLS.
         .target(name: "Crypto", dependencies: ["CMbedTLS"]),
         // HTTP/2 framing on nghttp2.
-        .target(name: "HTTP2", dependencies: ["CNghttp2", "Crypto"]),
+        .target(name: "HTTP2", dependencies: ["CNghttp2", "CSystem", "CMbedTLS", "Crypto"]),
         // The LMDB token store.
         .target(name: "TokenStore", dependencies: ["CLMDB"]),
         // The command line: one table-driven parser, one file per sub-command.
@@ -30,6 +31,7 @@ let package = Package(
 
         .testTarget(name: "CLibraryTests", dependencies: ["CMbedTLS", "CNghttp2", "CLMDB", "Crypto", "HTTP2", "TokenStore"]),
         .testTarget(name: "SokuhoCLITests", dependencies: ["SokuhoCLI"]),
+        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "Crypto"]),
     ],
     swiftLanguageModes: [.v6]
 )
