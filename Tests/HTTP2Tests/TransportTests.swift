@@ -23,6 +23,8 @@ final class EchoHandler: HTTP2RequestHandler, @unchecked Sendable {
         case "/slow": connection.respond(streamID: request.streamID, ServerResponse(status: 200), delay: 300_000_000)
         case "/goaway":
             connection.goAway(lastStreamID: request.streamID - 2, reason: "Shutdown")
+        case "/abort":
+            connection.abort()
         default:
             connection.respond(streamID: request.streamID, ServerResponse(
                 status: 200, headers: [("apns-id", "echo-\(request.streamID)"), ("x-auth", request.header("authorization") ?? "")],
@@ -135,6 +137,38 @@ final class EchoHandler: HTTP2RequestHandler, @unchecked Sendable {
                                                     options: options(port: port), authorization: nil, timeout: 100_000_000).get()
             guard case let .failed(.timedOut(sent)) = results[0] else { Issue.record("\(results[0])"); return }
             #expect(sent)
+        }
+    }
+
+    @Test func streamsAboveGoAwayAreRefusedAndBelowItAreAnswered() throws {
+        try withServer { port, _ in
+            let results = try OneShotClient.perform([
+                ClientRequest(method: "POST", path: "/ok", headers: [], body: [1]),
+                ClientRequest(method: "POST", path: "/delayed/a", headers: [], body: [1]),
+                ClientRequest(method: "POST", path: "/delayed/b", headers: [], body: [1]),
+                ClientRequest(method: "POST", path: "/goaway", headers: [], body: [1]),
+            ], options: options(port: port), authorization: nil).get()
+            for index in 0..<3 {
+                guard case .response(200, _, _) = results[index] else { Issue.record("request \(index): \(results[index])"); continue }
+            }
+            guard case let .failed(failure) = results[3] else { Issue.record("\(results[3])"); return }
+            // nghttp2 closes streams above the GOAWAY's last-stream-id as REFUSED_STREAM: safe to resend.
+            guard case .refused = failure else { Issue.record("\(failure) must be refused"); return }
+        }
+    }
+
+    @Test func aDroppedConnectionLeavesInFlightStreamsUnknown() throws {
+        try withServer { port, _ in
+            let results = try OneShotClient.perform([
+                ClientRequest(method: "POST", path: "/ok", headers: [], body: [1]),
+                ClientRequest(method: "POST", path: "/delayed/a", headers: [], body: [1]),
+                ClientRequest(method: "POST", path: "/abort", headers: [], body: [1]),
+            ], options: options(port: port), authorization: nil).get()
+            guard case .response(200, _, _) = results[0] else { Issue.record("\(results[0])"); return }
+            for index in 1..<3 {
+                guard case let .failed(failure) = results[index] else { Issue.record("\(results[index])"); continue }
+                #expect(!failure.provablyUnprocessed, "a stream in flight on a dropped connection may have been processed")
+            }
         }
     }
 }
