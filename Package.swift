@@ -19,6 +19,8 @@ let package = Package(
 
         // JSON without Foundation: a strict parser and an ordered writer (payloads, CLI output).
         .target(name: "JSONCore"),
+        // The APNs protocol as plain values: requests, Live Activity payloads, responses. No I/O, no C.
+        .target(name: "APNs", dependencies: ["JSONCore"]),
         // Crypto primitives and TLS configuration on mbedTLS.
         .target(name: "Crypto", dependencies: ["CMbedTLS"]),
         // HTTP/2 framing on nghttp2.
@@ -32,6 +34,7 @@ let package = Package(
         .testTarget(name: "CLibraryTests", dependencies: ["CMbedTLS", "CNghttp2", "CLMDB", "Crypto", "HTTP2", "TokenStore"]),
         .testTarget(name: "SokuhoCLITests", dependencies: ["SokuhoCLI"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "Crypto"]),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "JSONCore"]),
     ],
     swiftLanguageModes: [.v6]
 )
