@@ -10,7 +10,7 @@ public enum Priority: Int, Sendable, CaseIterable, Comparable {
 
     /// Parses a received `apns-priority` value.
     public init(headerValue: String) throws(ValidationError) {
-        guard let number = Int(headerValue), let priority = Priority(rawValue: number) else {
+        guard let number = Int(headerValue), let priority = Priority(rawValue: number), priority.headerValue == headerValue else {
             throw ValidationError(field: HeaderName.priority, "'\(HeaderValueText.printable(headerValue))' is not a priority; use 1, 5 or 10",
                                   reason: .badPriority)
         }

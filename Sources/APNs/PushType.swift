@@ -56,7 +56,7 @@ public enum PushType: String, Sendable, CaseIterable {
                                   expected: "the bundle ID with the push type's suffix", reason: .badTopic)
         if self == .mdm { return }
         let (bundle, implied) = PushType.split(topic: topic)
-        guard implied != self else { return }
+        guard implied != (topicSuffix.isEmpty ? nil : self) else { return }
         let wanted = String(bundle) + topicSuffix
         let why = implied.map { "it carries the \($0.rawValue) suffix '\($0.topicSuffix)'" } ?? "it has no push-type suffix"
         throw ValidationError(field: HeaderName.topic,
