@@ -98,49 +98,26 @@ public struct LiveActivityPayload: Sendable {
         }
 
         var writer = JSONWriter(reservingCapacity: 256 + activityData)
+        /// Writes `"key":value` when the value is set.
+        func member<Value>(_ key: LiveActivityKey, _ value: Value?, _ write: (inout JSONWriter, Value) -> Void) {
+            guard let value else { return }
+            writer.key(key.rawValue)
+            write(&writer, value)
+        }
         writer.beginObject()
         writer.key("aps")
         writer.beginObject()
-        writer.key(LiveActivityKey.timestamp.rawValue)
-        writer.int(timestamp)
-        writer.key(LiveActivityKey.event.rawValue)
-        writer.string(event.rawValue)
-        if let relevanceScore {
-            writer.key(LiveActivityKey.relevanceScore.rawValue)
-            writer.double(relevanceScore)
-        }
-        if let staleDate {
-            writer.key(LiveActivityKey.staleDate.rawValue)
-            writer.int(staleDate)
-        }
-        if let dismissalDate {
-            writer.key(LiveActivityKey.dismissalDate.rawValue)
-            writer.int(dismissalDate)
-        }
-        if let attributesType {
-            writer.key(LiveActivityKey.attributesType.rawValue)
-            writer.string(attributesType)
-        }
-        if let attributeBytes {
-            writer.key(LiveActivityKey.attributes.rawValue)
-            writer.raw(attributeBytes)
-        }
-        if requestsUpdateToken {
-            writer.key(LiveActivityKey.inputPushToken.rawValue)
-            writer.int(1)
-        }
-        if let inputPushChannel {
-            writer.key(LiveActivityKey.inputPushChannel.rawValue)
-            writer.string(inputPushChannel.text)
-        }
-        if let alert {
-            writer.key(LiveActivityKey.alert.rawValue)
-            alert.write(to: &writer)
-        }
-        if let state {
-            writer.key(LiveActivityKey.contentState.rawValue)
-            writer.raw(state)
-        }
+        member(.timestamp, timestamp) { $0.int($1) }
+        member(.event, event.rawValue) { $0.string($1) }
+        member(.relevanceScore, relevanceScore) { $0.double($1) }
+        member(.staleDate, staleDate) { $0.int($1) }
+        member(.dismissalDate, dismissalDate) { $0.int($1) }
+        member(.attributesType, attributesType) { $0.string($1) }
+        member(.attributes, attributeBytes) { $0.raw($1) }
+        member(.inputPushToken, requestsUpdateToken ? 1 : nil) { $0.int($1) }
+        member(.inputPushChannel, inputPushChannel?.text) { $0.string($1) }
+        member(.alert, alert) { $1.write(to: &$0) }
+        member(.contentState, state) { $0.raw($1) }
         writer.endObject()
         writer.endObject()
         try destination.checkSize(writer.bytes.count)
