@@ -52,6 +52,10 @@ public struct Notification: Sendable {
     /// Checks a push as received (a simulator's view): parses every `apns-*` header and applies the
     /// same rules as the initialiser, so a sender and the simulator cannot disagree.
     public init(receivedHeaders: [HeaderField], payload: [UInt8]) throws(ValidationError) {
+        var seen: Set<String> = []
+        for field in receivedHeaders where field.name.hasPrefix("apns-") && !seen.insert(field.name).inserted {
+            throw ValidationError(field: field.name, "appears twice; send each header once", reason: .duplicateHeaders)
+        }
         guard let pushTypeText = receivedHeaders.value(named: HeaderName.pushType) else {
             throw ValidationError(field: HeaderName.pushType, "is missing; send it with every push", reason: .missingPushType)
         }

@@ -53,6 +53,8 @@ import Testing
               HeaderField("apns-collapse-id", String(repeating: "c", count: 65))], "apns-collapse-id", .badCollapseId),
             ([HeaderField("apns-push-type", "alert"), HeaderField("apns-topic", "com.example.quake"),
               HeaderField("apns-expiration", "tomorrow")], "apns-expiration", .badExpirationDate),
+            ([HeaderField("apns-push-type", "alert"), HeaderField("apns-topic", "com.example.quake"),
+              HeaderField("apns-push-type", "alert")], "apns-push-type", .duplicateHeaders),
         ]
         for (headers, field, reason) in cases {
             #expect {
