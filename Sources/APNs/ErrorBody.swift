@@ -14,7 +14,7 @@ public struct ErrorBody: Sendable, Equatable {
     }
 
     /// Parses an error body; empty or unparsable bytes give an empty `ErrorBody`.
-    public init(json bytes: [UInt8]) {
+    public init<Bytes: Collection>(json bytes: Bytes) where Bytes.Element == UInt8 {
         guard !bytes.isEmpty, let value = try? JSONParser.parse(bytes), value.isObject else {
             self.init(reason: nil, timestamp: nil)
             return
@@ -28,7 +28,12 @@ public struct ErrorBody: Sendable, Equatable {
     }
 
     /// The reason in a GOAWAY frame's debug data, if APNs put its error JSON there.
-    public static func goAwayReason(debugData: [UInt8]) -> Reason? {
+    public static func goAwayReason<Bytes: Collection>(debugData: Bytes) -> Reason? where Bytes.Element == UInt8 {
         ErrorBody(json: debugData).reason
+    }
+
+    /// The same, for debug data a connection already holds as text.
+    public static func goAwayReason(debugData: String) -> Reason? {
+        goAwayReason(debugData: debugData.utf8)
     }
 }

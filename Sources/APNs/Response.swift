@@ -16,11 +16,19 @@ public struct Response: Sendable, Equatable {
 
     /// Builds a response from the `:status`, the response headers and the body bytes.
     public init(status: Int, headers: [HeaderField], body: [UInt8]) {
+        self.init(status: status, apnsID: headers.value(named: HeaderName.apnsID), uniqueID: headers.value(named: HeaderName.uniqueID),
+                  requestID: headers.value(named: HeaderName.requestID), body: body)
+    }
+
+    /// Builds a response from header values a connection has already picked out, and the body in
+    /// whatever buffer it has (read only on errors, so a 200 costs no parsing).
+    public init<Body: Collection>(status: Int, apnsID: String?, uniqueID: String? = nil, requestID: String? = nil, body: Body)
+    where Body.Element == UInt8 {
         let error = (200..<300).contains(status) ? ErrorBody(reason: nil, timestamp: nil) : ErrorBody(json: body)
         self.status = status
-        apnsID = headers.value(named: HeaderName.apnsID)
-        uniqueID = headers.value(named: HeaderName.uniqueID)
-        requestID = headers.value(named: HeaderName.requestID)
+        self.apnsID = apnsID
+        self.uniqueID = uniqueID
+        self.requestID = requestID
         reason = error.reason
         timestamp = error.timestamp
         action = ResponseAction(status: status, reason: error.reason)

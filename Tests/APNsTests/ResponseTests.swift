@@ -114,6 +114,13 @@ import Testing
         #expect(exponent.timestamp == 1_787_418_000_000)
     }
 
+    @Test func responseFromPickedHeaderValuesAndABorrowedBody() {
+        let bytes = Self.body(#"{"reason":"TooManyRequests"}"#)
+        let response = bytes.withUnsafeBufferPointer { Response(status: 429, apnsID: "0b7f6c1e-5d0e-4f8e-9a41-2f3f8f1a7c10", body: $0) }
+        #expect(response == Response(status: 429, headers: [HeaderField("apns-id", "0b7f6c1e-5d0e-4f8e-9a41-2f3f8f1a7c10")], body: bytes))
+        #expect(response.action == .retry)
+    }
+
     @Test func otherRemovalsPruneWithoutATimestampAndNothingElsePrunes() {
         #expect(Response(status: 400, headers: [], body: Self.body(#"{"reason":"BadDeviceToken"}"#)).shouldRemoveToken(registeredAt: .max))
         #expect(!Response(status: 200, headers: [], body: []).shouldRemoveToken(registeredAt: 0))
@@ -127,5 +134,6 @@ import Testing
         #expect(ErrorBody.goAwayReason(debugData: Self.body("Maximum active streams violated for this endpoint.")) == nil)
         #expect(ErrorBody.goAwayReason(debugData: []) == nil)
         #expect(ErrorBody.goAwayReason(debugData: Self.body(#"{"reason":7}"#)) == nil)
+        #expect(ErrorBody.goAwayReason(debugData: #"{"reason":"Service Unavailable"}"#) == .serviceUnavailable)
     }
 }
