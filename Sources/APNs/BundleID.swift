@@ -5,7 +5,7 @@ public struct BundleID: Sendable, Hashable, CustomStringConvertible {
     public let text: String
 
     public init(_ text: String) throws(ValidationError) {
-        try HeaderValueText.check(text, field: "bundle ID", allowed: { HeaderValueText.isAlphanumeric($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") },
+        try HeaderValueText.check(text, field: "bundle ID", allowed: { HeaderValueText.isAlphanumeric($0) || "-.".utf8.contains($0) },
                                   expected: "the app's bundle ID, e.g. com.example.app (letters, digits, '-' and '.')")
         self.text = text
     }

@@ -62,11 +62,16 @@ public struct Notification: Sendable {
         guard let topic = receivedHeaders.value(named: HeaderName.topic) else {
             throw ValidationError(field: HeaderName.topic, "is missing; send the bundle ID with the push type's suffix", reason: .missingTopic)
         }
+        /// The parsed value of header `name`, or nil when it is absent.
+        func optional<Value>(_ name: String, _ parse: (String) throws(ValidationError) -> Value) throws(ValidationError) -> Value? {
+            guard let text = receivedHeaders.value(named: name) else { return nil }
+            return try parse(text)
+        }
         let pushType = try PushType(headerValue: pushTypeText)
-        let priority = try receivedHeaders.value(named: HeaderName.priority).map { (text: String) throws(ValidationError) in try Priority(headerValue: text) }
-        let expiration = try receivedHeaders.value(named: HeaderName.expiration).map { (text: String) throws(ValidationError) in try Expiration(headerValue: text) }
-        let collapseID = try receivedHeaders.value(named: HeaderName.collapseID).map { (text: String) throws(ValidationError) in try CollapseID(text) }
-        let apnsID = try receivedHeaders.value(named: HeaderName.apnsID).map { (text: String) throws(ValidationError) in try APNsID(text) }
+        let priority = try optional(HeaderName.priority) { (text) throws(ValidationError) in try Priority(headerValue: text) }
+        let expiration = try optional(HeaderName.expiration) { (text) throws(ValidationError) in try Expiration(headerValue: text) }
+        let collapseID = try optional(HeaderName.collapseID) { (text) throws(ValidationError) in try CollapseID(text) }
+        let apnsID = try optional(HeaderName.apnsID) { (text) throws(ValidationError) in try APNsID(text) }
         try self.init(pushType: pushType, topic: topic, priority: priority, expiration: expiration,
                       collapseID: collapseID, apnsID: apnsID, payload: payload)
     }

@@ -12,7 +12,8 @@ public enum PayloadValidator {
         public let timestamp: Int64?
     }
 
-    public static func validate(_ payload: [UInt8], for destination: PayloadDestination) throws(ValidationError) -> Summary {
+    public static func validate<Bytes: Collection>(_ payload: Bytes, for destination: PayloadDestination) throws(ValidationError) -> Summary
+    where Bytes.Element == UInt8 {
         try destination.checkSize(payload.count)
         let root: JSONValue
         do {
@@ -61,10 +62,9 @@ public enum PayloadValidator {
             case .inputPushToken:
                 try expect(value.int64Value == 1, key, value, "the number 1")
             case .inputPushChannel:
-                guard let channel = value.stringValue else {
-                    throw ValidationError(field: key.field, "is \(value.jsonText); give \(key.meaning) as a string")
+                guard let channel = value.stringValue, (try? ChannelID(channel)) != nil else {
+                    throw ValidationError(field: key.field, "is \(printable(value)); give \(key.meaning) as a base64 string")
                 }
-                _ = try ChannelID(channel)
             }
         }
         return Summary(event: event, timestamp: timestamp)

@@ -75,7 +75,7 @@ import Testing
             try PayloadValidator.validate(payload, for: .device(.liveactivity))
         } throws: { error in
             let error = error as! ValidationError
-            return error.field == "aps.\(key.rawValue)" || (key == .inputPushChannel && error.field == "apns-channel-id")
+            return error.field == "aps.\(key.rawValue)" && error.message.hasPrefix("is \(json)")
         }
     }
 
