@@ -13,11 +13,11 @@ public struct Notification: Sendable {
     public let expiration: Expiration?
     public let collapseID: CollapseID?
     /// Usually set per push with `with(apnsID:)`; one ID shared by a whole group would be useless.
-    public let apnsID: APNsID?
+    public private(set) var apnsID: APNsID?
     public let payload: [UInt8]
     /// `apns-push-type`, `apns-topic`, then `apns-priority`, `apns-expiration`, `apns-collapse-id`,
     /// `apns-id` when set.
-    public let headers: [HeaderField]
+    public private(set) var headers: [HeaderField]
 
     /// Checks every sender rule that concerns one push: the topic fits the push type, the priority
     /// is allowed for it, and the body is within the size limit.
@@ -78,20 +78,11 @@ public struct Notification: Sendable {
 
     /// This push with its own `apns-id` (or none).
     public func with(apnsID: APNsID?) -> Notification {
-        var headers = self.headers.filter { $0.name != HeaderName.apnsID }
-        if let apnsID { headers.append(HeaderField(HeaderName.apnsID, apnsID.text)) }
-        return Notification(copying: self, apnsID: apnsID, headers: headers)
-    }
-
-    private init(copying other: Notification, apnsID: APNsID?, headers: [HeaderField]) {
-        pushType = other.pushType
-        topic = other.topic
-        priority = other.priority
-        expiration = other.expiration
-        collapseID = other.collapseID
-        payload = other.payload
-        self.apnsID = apnsID
-        self.headers = headers
+        var copy = self
+        copy.apnsID = apnsID
+        copy.headers.removeAll { $0.name == HeaderName.apnsID }
+        if let apnsID { copy.headers.append(HeaderField(HeaderName.apnsID, apnsID.text)) }
+        return copy
     }
 
     /// The `:path` for `token`: `/3/device/<hex token>`.
