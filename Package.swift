@@ -15,14 +15,17 @@ let package = Package(
         .systemLibrary(name: "CMbedTLS", path: "Sources/CMbedTLS", providers: debian),
         .systemLibrary(name: "CNghttp2", path: "Sources/CNghttp2", providers: debian),
         .systemLibrary(name: "CLMDB", path: "Sources/CLMDB", providers: debian),
+        .systemLibrary(name: "CSystem", path: "Sources/CSystem"),
 
         // JSON without Foundation: a strict parser and an ordered writer (payloads, CLI output).
         .target(name: "JSONCore"),
+        // The APNs protocol as plain values: requests, Live Activity payloads, responses. No I/O, no C.
+        .target(name: "APNs", dependencies: ["JSONCore"]),
         // Crypto on mbedTLS: SHA-256, .p8 keys, ES256 provider tokens and their generations, the
         // simulator's certificate authority, TLS configuration. JSONCore parses JWT headers and claims.
         .target(name: "Crypto", dependencies: ["CMbedTLS", "JSONCore"]),
         // HTTP/2 framing on nghttp2.
-        .target(name: "HTTP2", dependencies: ["CNghttp2", "Crypto"]),
+        .target(name: "HTTP2", dependencies: ["CNghttp2", "CSystem", "CMbedTLS", "Crypto"]),
         // The LMDB token store.
         .target(name: "TokenStore", dependencies: ["CLMDB"]),
         // The command line: one table-driven parser, one file per sub-command.
@@ -31,6 +34,8 @@ let package = Package(
 
         .testTarget(name: "CLibraryTests", dependencies: ["CMbedTLS", "CNghttp2", "CLMDB", "Crypto", "HTTP2", "TokenStore"]),
         .testTarget(name: "SokuhoCLITests", dependencies: ["SokuhoCLI"]),
+        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "Crypto"]),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "JSONCore"]),
         // Keys, JWTs and certificates checked against independent implementations (openssl, Python).
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "CMbedTLS"], exclude: ["Fixtures"]),
     ],

@@ -1,7 +1,7 @@
 import CMbedTLS
 
 /// The process's one seeded mbedTLS CTR_DRBG, for ECDSA signatures, key generation, certificate
-/// serials, TLS (`mbedtls_ssl_conf_rng`), `apns-id` UUIDs and retry jitter.
+/// serials, TLS (`mbedtls_ssl_conf_rng`) and, through `Generator`, `APNsID.random(using:)` and retry jitter.
 ///
 /// Why one shared generator: seeding reads the entropy pool, and mbedTLS's CTR_DRBG carries its own
 /// mutex (`MBEDTLS_THREADING_C` is on in Debian's build), so one instance serves every thread.
@@ -56,21 +56,6 @@ public final class RandomSource: @unchecked Sendable {
         var value: UInt64 = 0
         withUnsafeMutableBytes(of: &value) { fill($0) }
         return value
-    }
-
-    /// A random (version 4) UUID in lowercase text, the form APNs expects in `apns-id`.
-    public func uuidString() -> String {
-        var raw = bytes(16)
-        raw[6] = raw[6] & 0x0f | 0x40
-        raw[8] = raw[8] & 0x3f | 0x80
-        let hex = Array(Hex.encode(raw).utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(36)
-        for (index, digit) in hex.enumerated() {
-            if index == 8 || index == 12 || index == 16 || index == 20 { out.append(UInt8(ascii: "-")) }
-            out.append(digit)
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// A `RandomNumberGenerator` over the shared source, e.g. `Double.random(in: 0..<1, using: &gen)`

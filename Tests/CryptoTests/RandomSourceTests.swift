@@ -4,17 +4,6 @@ import Synchronization
 import Testing
 
 @Suite struct RandomSourceTests {
-    @Test func uuidIsLowercaseVersion4WithTheRFCVariant() {
-        let uuid = RandomSource.shared.uuidString()
-        let characters = Array(uuid)
-        #expect(characters.count == 36)
-        #expect([8, 13, 18, 23].allSatisfy { characters[$0] == "-" })
-        #expect(characters[14] == "4")
-        #expect("89ab".contains(characters[19]))
-        #expect(uuid.allSatisfy { "0123456789abcdef-".contains($0) })
-        #expect(RandomSource.shared.uuidString() != uuid)
-    }
-
     @Test func threadsDrawDistinctBytesFromTheSharedGenerator() {
         let seen = Mutex(Set<[UInt8]>())
         DispatchQueue.concurrentPerform(iterations: 8) { _ in

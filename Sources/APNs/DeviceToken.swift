@@ -1,0 +1,36 @@
+/// A device token (or push-to-start / Live Activity update token) in hexadecimal, as it goes into
+/// `/3/device/<token>`. Apple says not to assume a length, so any even number of hex digits is taken
+/// (up to a generous bound that keeps the `:path` within APNs' header-list limit). Stored in lower
+/// case so one token has one spelling in the store.
+///
+/// `description` is the redacted form: interpolating a token into a log line never prints it whole.
+public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
+    /// 512 hex digits (256 bytes): eight times today's tokens, far below the 8 KB header-list limit.
+    public static let maximumHexDigits = 512
+
+    /// The token in lower-case hex.
+    public let hex: String
+
+    public init(hex text: String) throws(ValidationError) {
+        try HeaderValueText.check(text, field: "device token", allowed: HeaderValueText.isHexDigit,
+                                  expected: "the token as hexadecimal digits", reason: .badDeviceToken)
+        let count = text.utf8.count
+        guard count % 2 == 0 else {
+            throw ValidationError(field: "device token", "has \(count) hex digits, an odd number; a token is whole bytes, so a digit is missing",
+                                  reason: .badDeviceToken)
+        }
+        guard count <= DeviceToken.maximumHexDigits else {
+            throw ValidationError(field: "device token", "has \(count) hex digits; at most \(DeviceToken.maximumHexDigits) are accepted",
+                                  reason: .badDeviceToken)
+        }
+        hex = text.lowercased()
+    }
+
+    /// The last 8 characters behind an ellipsis: enough to tell tokens apart in a log, useless to push to.
+    public var redacted: String { "…" + hex.suffix(8) }
+
+    public var description: String { redacted }
+
+    /// The `:path` of a device push to this token.
+    public var path: String { "/3/device/" + hex }
+}

@@ -1,0 +1,4 @@
+/// The `aps.event` of a Live Activity push: `start` (push-to-start, device push only), `update`, `end`.
+public enum LiveActivityEvent: String, Sendable, CaseIterable {
+    case start, update, end
+}

@@ -1,0 +1,98 @@
+/// A request for `OneShotClient`.
+public struct ClientRequest: Sendable {
+    public var method: StaticString
+    public var path: String
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]?
+
+    public init(method: StaticString, path: String, headers: [(name: String, value: String)], body: [UInt8]? = nil) {
+        self.method = method
+        self.path = path
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// What became of one request sent by `OneShotClient`.
+public enum ClientResult: Sendable {
+    case response(status: Int, headers: [(name: String, value: String)], body: [UInt8])
+    case failed(StreamFailure)
+}
+
+/// Opens one connection, sends a few requests in order (as many at once as the server allows),
+/// waits for every answer and closes: what `sokuho send` and `sokuho channels` need. Runs its own
+/// event loop on the calling thread.
+public enum OneShotClient {
+    /// The results in request order, or the error that kept the connection from opening.
+    public static func perform(_ requests: [ClientRequest], options: ClientConnectionOptions, authorization: String?,
+                               timeout: UInt64 = 30_000_000_000) -> Result<[ClientResult], TransportError> {
+        let loop = EventLoop(name: "sokuho-client")
+        let driver = Driver(requests: requests, loop: loop, timeout: timeout)
+        let connection = ClientConnection(loop: loop, options: options)
+        connection.delegate = driver
+        if let authorization { connection.setAuthorization(authorization) }
+        loop.execute { connection.connect() }
+        loop.run()
+        if let error = driver.openError { return .failure(error) }
+        return .success(driver.results.map { $0 ?? .failed(.refused("not sent: the connection closed first")) })
+    }
+
+    private final class Driver: ClientConnectionDelegate {
+        let requests: [ClientRequest]
+        let loop: EventLoop
+        let deadline: UInt64
+        var next = 0
+        var results: [ClientResult?]
+        var remaining: Int
+        var openError: TransportError?
+        var opened = false
+        let lists: [HeaderList]
+        let bodies: [SharedBytes?]
+
+        init(requests: [ClientRequest], loop: EventLoop, timeout: UInt64) {
+            self.requests = requests
+            self.loop = loop
+            deadline = MonotonicClock.nanoseconds() &+ timeout
+            results = Array(repeating: nil, count: requests.count)
+            remaining = requests.count
+            lists = requests.map { HeaderList($0.headers) }
+            bodies = requests.map { $0.body.map { SharedBytes($0) } }
+        }
+
+        func connectionDidOpen(_ connection: ClientConnection) {
+            opened = true
+            if remaining == 0 { connection.close() }
+        }
+
+        func connection(_ connection: ClientConnection, canSubmit capacity: Int) {
+            var budget = capacity
+            while budget > 0, next < requests.count {
+                let request = requests[next]
+                guard connection.submit(method: request.method, path: request.path, headers: lists[next], body: bodies[next],
+                                        deadline: deadline, tag: UInt64(next)) else { return }
+                next += 1
+                budget -= 1
+            }
+        }
+
+        func connection(_ connection: ClientConnection, didReceive response: ResponseView, tag: UInt64) {
+            results[Int(tag)] = .response(status: response.status, headers: response.headers, body: response.bodyBytes)
+            finishOne(connection)
+        }
+
+        func connection(_ connection: ClientConnection, didFail failure: StreamFailure, tag: UInt64) {
+            results[Int(tag)] = .failed(failure)
+            finishOne(connection)
+        }
+
+        private func finishOne(_ connection: ClientConnection) {
+            remaining -= 1
+            if remaining == 0 { connection.close() }
+        }
+
+        func connection(_ connection: ClientConnection, didClose error: TransportError?, goAway: GoAwayInfo?) {
+            if !opened { openError = error ?? .closed("before the connection opened") }
+            loop.stop()
+        }
+    }
+}

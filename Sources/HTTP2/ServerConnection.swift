@@ -1,0 +1,303 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CNghttp2
+import Crypto
+
+/// The server side of one HTTP/2-over-TLS connection (the simulator's). Collects each request,
+/// hands it to the handler, and sends responses — at once or after a delay — plus the faults a test
+/// needs: GOAWAY, RST_STREAM, an abrupt close, a changed stream limit.
+public final class ServerConnection: EventLoopSource, @unchecked Sendable {
+    // @unchecked: used only on its loop's thread.
+    public let loop: EventLoop
+    public let id: Int
+    let handler: HTTP2RequestHandler
+    private var tls: TLSStream
+    private var session: OpaquePointer?
+    private var handshakeDone = false
+    private var tlsWantsWrite = false
+    private var closed = false
+    private var output = OutputBuffer(capacity: 64 * 1024)
+    private var blockedWriteLength = 0
+    private let input: UnsafeMutablePointer<UInt8>
+    private let inputCapacity = 64 * 1024
+    private var partial: [Int32: PartialRequest] = [:]
+    /// Bodies of responses being sent, by stream.
+    private var outgoing: [Int32: (body: [UInt8], offset: Int)] = [:]
+    /// Responses held back until their time (latency injection), in due order.
+    private var delayed: [(due: UInt64, streamID: Int32, response: ServerResponse)] = []
+    private var delayedHead = 0
+    public let maximumStreams: UInt32
+    public private(set) var requestsReceived = 0
+    private var goingAway = false
+
+    struct PartialRequest {
+        var method = "", path = "", authority = ""
+        var headers: [(name: String, value: String)] = []
+        var body: [UInt8] = []
+    }
+
+    init(loop: EventLoop, fd: Int32, id: Int, tls configuration: TLSConfiguration, handler: HTTP2RequestHandler,
+         maximumStreams: UInt32) throws(TransportError) {
+        self.loop = loop
+        self.id = id
+        self.handler = handler
+        self.maximumStreams = maximumStreams
+        tls = try TLSStream(fd: fd, configuration: configuration, serverName: nil)
+        input = .allocate(capacity: inputCapacity)
+    }
+
+    deinit {
+        if let session { nghttp2_session_del(session) }
+        input.deallocate()
+        output.free()
+    }
+
+    public var fileDescriptor: Int32 { closed ? -1 : tls.fileDescriptor }
+
+    // MARK: Responding and faults
+
+    /// Sends `response` on `streamID`, after `delay` nanoseconds if given.
+    public func respond(streamID: Int32, _ response: ServerResponse, delay: UInt64 = 0) {
+        guard !closed else { return }
+        if delay > 0 {
+            delayed.append((MonotonicClock.nanoseconds() &+ delay, streamID, response))
+            return
+        }
+        guard let session else { return }
+        var pairs = [(":status", String(response.status))] + response.headers.map { ($0.name, $0.value) }
+        if !response.body.isEmpty { pairs.append(("content-length", String(response.body.count))) }
+        let list = HeaderList(pairs.map { (name: $0.0, value: $0.1) })
+        var provider = nghttp2_data_provider()
+        provider.read_callback = { session, streamID, buffer, length, flags, _, userData in
+            let connection = Unmanaged<ServerConnection>.fromOpaque(userData!).takeUnretainedValue()
+            return connection.readBody(streamID: streamID, into: buffer!, length: length, flags: flags!)
+        }
+        if !response.body.isEmpty { outgoing[streamID] = (response.body, 0) }
+        let rc = withUnsafePointer(to: &provider) {
+            nghttp2_submit_response(session, streamID, list.entries, list.count, response.body.isEmpty ? nil : $0)
+        }
+        if rc != 0 { outgoing[streamID] = nil }
+    }
+
+    /// Resets a stream with an HTTP/2 error code (e.g. REFUSED_STREAM = 7).
+    public func reset(streamID: Int32, errorCode: UInt32) {
+        guard let session, !closed else { return }
+        nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, errorCode)
+    }
+
+    /// Sends GOAWAY naming `lastStreamID` with APNs' JSON `{"reason":…}` as debug data; the connection
+    /// closes once the streams at or below it are answered.
+    public func goAway(lastStreamID: Int32, errorCode: UInt32 = 0, reason: String?) {
+        guard let session, !closed, !goingAway else { return }
+        goingAway = true
+        let debug = reason.map { Array("{\"reason\":\"\($0)\"}".utf8) } ?? []
+        nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, errorCode, debug, debug.count)
+    }
+
+    /// Drops the TCP connection without GOAWAY: every request in flight has an unknown outcome.
+    public func abort() {
+        guard !closed else { return }
+        var linger = linger(l_onoff: 1, l_linger: 0)  // RST instead of FIN
+        setsockopt(tls.fileDescriptor, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<linger>.size))
+        finish()
+    }
+
+    /// Announces a new SETTINGS_MAX_CONCURRENT_STREAMS.
+    public func setMaximumStreams(_ value: UInt32) {
+        guard let session, !closed else { return }
+        var entry = nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: value)
+        nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entry, 1)
+    }
+
+    // MARK: EventLoopSource
+
+    public func prepare(now: UInt64) -> Bool {
+        guard !closed else { return false }
+        while delayedHead < delayed.count, delayed[delayedHead].due <= now {
+            let item = delayed[delayedHead]
+            delayedHead += 1
+            respond(streamID: item.streamID, item.response)
+        }
+        if delayedHead > 1024 && delayedHead * 2 > delayed.count {
+            delayed.removeFirst(delayedHead)
+            delayedHead = 0
+        }
+        if handshakeDone { flush() }
+        if closed { return false }
+        if let session, handshakeDone, nghttp2_session_want_read(session) == 0, nghttp2_session_want_write(session) == 0,
+           output.isEmpty, blockedWriteLength == 0 {
+            finish()
+            return false
+        }
+        return !output.isEmpty || blockedWriteLength > 0 || (!handshakeDone && tlsWantsWrite)
+    }
+
+    public func handle(events: UInt32, now: UInt64) {
+        guard !closed else { return }
+        if !handshakeDone {
+            switch tls.handshake() {
+            case .wantRead: tlsWantsWrite = false
+            case .wantWrite: tlsWantsWrite = true
+            case .failed: finish(); return
+            case .done:
+                guard tls.negotiatedProtocol == "h2", startSession() else { finish(); return }
+                handshakeDone = true
+                handler.connectionOpened(self)
+            }
+            if !handshakeDone { return }
+        }
+        readAvailable()
+        if !closed { flush() }
+    }
+
+    /// The next delayed response is due: the loop must not sleep past it.
+    public func tick(now: UInt64) {}
+
+    var hasDelayedResponses: Bool { delayedHead < delayed.count }
+
+    private func startSession() -> Bool {
+        var newSession: OpaquePointer?
+        guard nghttp2_session_server_new(&newSession, ServerConnection.callbacks, Unmanaged.passUnretained(self).toOpaque()) == 0,
+              let newSession else { return false }
+        session = newSession
+        var settings = [
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: maximumStreams),
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: 1 << 20),
+        ]
+        nghttp2_submit_settings(newSession, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count)
+        nghttp2_session_set_local_window_size(newSession, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, 16 << 20)
+        return true
+    }
+
+    private func readAvailable() {
+        guard let session else { return }
+        while !closed {
+            switch tls.read(into: input, capacity: inputCapacity) {
+            case let .bytes(count):
+                if nghttp2_session_mem_recv(session, input, count) < 0 { finish(); return }
+            case .wouldBlock: return
+            case .closed, .failed: finish(); return
+            }
+        }
+    }
+
+    private func flush() {
+        guard let session else { return }
+        while !closed {
+            if blockedWriteLength == 0 {
+                while output.pending < 16 * 1024 {
+                    var data: UnsafePointer<UInt8>?
+                    let produced = nghttp2_session_mem_send(session, &data)
+                    if produced < 0 { finish(); return }
+                    if produced == 0 { break }
+                    output.append(data!, count: produced)
+                }
+            }
+            if output.isEmpty { return }
+            let length = blockedWriteLength > 0 ? blockedWriteLength : min(output.pending, 16 * 1024)
+            switch tls.write(output.base + output.start, count: length) {
+            case let .bytes(written): blockedWriteLength = 0; output.consume(written)
+            case .wouldBlock: blockedWriteLength = length; return
+            case .closed, .failed: finish(); return
+            }
+        }
+    }
+
+    private func finish() {
+        guard !closed else { return }
+        loop.remove(self)
+        closed = true
+        tls.closeNotify()
+        if let session { nghttp2_session_del(session); self.session = nil }
+        _ = Glibc.shutdown(tls.fileDescriptor, Int32(SHUT_RDWR))
+        handler.connectionClosed(self)
+    }
+
+    // MARK: nghttp2 callbacks
+
+    fileprivate func readBody(streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
+        guard var entry = outgoing[streamID] else {
+            flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue)
+            return 0
+        }
+        let count = min(length, entry.body.count - entry.offset)
+        entry.body.withUnsafeBufferPointer { buffer.update(from: $0.baseAddress! + entry.offset, count: count) }
+        entry.offset += count
+        if entry.offset == entry.body.count {
+            flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue)
+            outgoing[streamID] = nil
+        } else {
+            outgoing[streamID] = entry
+        }
+        return count
+    }
+
+    fileprivate func onBeginHeaders(streamID: Int32) { partial[streamID] = PartialRequest() }
+
+    fileprivate func onHeader(streamID: Int32, name: String, value: String) {
+        guard partial[streamID] != nil else { return }
+        switch name {
+        case ":method": partial[streamID]!.method = value
+        case ":path": partial[streamID]!.path = value
+        case ":authority": partial[streamID]!.authority = value
+        case ":scheme": break
+        default: partial[streamID]!.headers.append((name, value))
+        }
+    }
+
+    fileprivate func onData(streamID: Int32, data: UnsafeBufferPointer<UInt8>) {
+        guard partial[streamID] != nil else { return }
+        partial[streamID]!.body.append(contentsOf: data)
+    }
+
+    fileprivate func onRequestComplete(streamID: Int32) {
+        guard let request = partial.removeValue(forKey: streamID) else { return }
+        requestsReceived += 1
+        handler.handle(ServerRequest(streamID: streamID, method: request.method, path: request.path, authority: request.authority,
+                                     headers: request.headers, body: request.body), on: self)
+    }
+
+    fileprivate func onStreamClose(streamID: Int32) {
+        partial[streamID] = nil
+        outgoing[streamID] = nil
+    }
+
+    // nonisolated(unsafe): built once, then only read by nghttp2_session_server_new (which copies it).
+    nonisolated(unsafe) private static let callbacks: OpaquePointer = {
+        var callbacks: OpaquePointer?
+        nghttp2_session_callbacks_new(&callbacks)
+        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
+            guard let frame, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) else { return 0 }
+            Unmanaged<ServerConnection>.fromOpaque(userData!).takeUnretainedValue().onBeginHeaders(streamID: frame.pointee.hd.stream_id)
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, userData in
+            guard let frame else { return 0 }
+            Unmanaged<ServerConnection>.fromOpaque(userData!).takeUnretainedValue().onHeader(
+                streamID: frame.pointee.hd.stream_id,
+                name: String(decoding: UnsafeBufferPointer(start: name, count: nameLength), as: UTF8.self),
+                value: String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self))
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, userData in
+            Unmanaged<ServerConnection>.fromOpaque(userData!).takeUnretainedValue().onData(
+                streamID: streamID, data: UnsafeBufferPointer(start: data, count: length))
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
+            guard let frame else { return 0 }
+            let type = frame.pointee.hd.type
+            let endStream = frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+            if endStream, type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue) {
+                Unmanaged<ServerConnection>.fromOpaque(userData!).takeUnretainedValue().onRequestComplete(streamID: frame.pointee.hd.stream_id)
+            }
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, userData in
+            Unmanaged<ServerConnection>.fromOpaque(userData!).takeUnretainedValue().onStreamClose(streamID: streamID)
+            return 0
+        }
+        return callbacks!
+    }()
+}

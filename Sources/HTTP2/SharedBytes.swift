@@ -1,0 +1,18 @@
+/// Immutable bytes at a stable address, shared by every request that sends them (one rendered
+/// payload per fan-out group). A request holds a reference, never a copy.
+public final class SharedBytes: @unchecked Sendable {
+    // @unchecked: the bytes are written once in init and only read afterwards.
+    public let base: UnsafeMutablePointer<UInt8>
+    public let count: Int
+
+    public init<Bytes: Collection>(_ bytes: Bytes) where Bytes.Element == UInt8 {
+        count = bytes.count
+        base = .allocate(capacity: max(1, count))
+        _ = UnsafeMutableBufferPointer(start: base, count: count).initialize(from: bytes)
+    }
+
+    deinit { base.deallocate() }
+
+    public var buffer: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: base, count: count) }
+    public var array: [UInt8] { Array(buffer) }
+}

@@ -1,0 +1,73 @@
+/// How a request stream ended without a usable response. The difference decides whether a resend
+/// can duplicate a push (APNS.md §6, RFC 9113 §8.7).
+public enum StreamFailure: Sendable, Equatable, CustomStringConvertible {
+    /// Provably not processed: never sent, RST_STREAM(REFUSED_STREAM), or above a GOAWAY's
+    /// last-stream-id. Safe to resend on another connection.
+    case refused(String)
+    /// May have been processed: the connection died without a GOAWAY covering the stream, or the
+    /// server reset it with another code.
+    case unknown(String)
+    /// The request's deadline passed. `sent` says whether its HEADERS had left (then it may have
+    /// been processed) or it was still queued (then it was not).
+    case timedOut(sent: Bool)
+
+    public var description: String {
+        switch self {
+        case let .refused(why): return "refused (\(why))"
+        case let .unknown(why): return "unknown outcome (\(why))"
+        case let .timedOut(sent): return sent ? "deadline passed after sending" : "deadline passed before sending"
+        }
+    }
+
+    /// Whether the request certainly was not processed by the server.
+    public var provablyUnprocessed: Bool {
+        switch self {
+        case .refused: return true
+        case .unknown: return false
+        case let .timedOut(sent): return !sent
+        }
+    }
+}
+
+/// A response as the connection received it, valid only during the delegate call (its bytes live
+/// in the stream's reusable buffers; nothing is allocated until a caller asks for a String).
+public struct ResponseView {
+    public let status: Int
+    /// Captured headers as "name\0value\0" pairs.
+    let headerBytes: UnsafeBufferPointer<UInt8>
+    public let body: UnsafeBufferPointer<UInt8>
+
+    /// The value of a response header (lowercase name), or nil.
+    public func header(_ name: String) -> String? {
+        let wanted = Array(name.utf8)
+        var index = 0
+        var fields: [ArraySlice<UInt8>] = []
+        var start = 0
+        while index < headerBytes.count {
+            if headerBytes[index] == 0 {
+                fields.append(ArraySlice(headerBytes[start..<index]))
+                start = index + 1
+                if fields.count == 2 {
+                    if fields[0].elementsEqual(wanted) { return String(decoding: fields[1], as: UTF8.self) }
+                    fields.removeAll(keepingCapacity: true)
+                }
+            }
+            index += 1
+        }
+        return nil
+    }
+
+    /// All captured headers (for diagnostics and tests).
+    public var headers: [(name: String, value: String)] {
+        let parts = headerBytes.split(separator: 0, omittingEmptySubsequences: false)
+        var out: [(String, String)] = []
+        var i = 0
+        while i + 1 < parts.count {
+            out.append((String(decoding: parts[i], as: UTF8.self), String(decoding: parts[i + 1], as: UTF8.self)))
+            i += 2
+        }
+        return out
+    }
+
+    public var bodyBytes: [UInt8] { Array(body) }
+}

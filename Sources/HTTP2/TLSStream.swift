@@ -1,0 +1,104 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CMbedTLS
+import Crypto
+
+/// mbedTLS over one non-blocking socket. Owns the socket and the ssl context; confined to the
+/// thread of the connection that owns it.
+final class TLSStream {
+    let net: UnsafeMutablePointer<mbedtls_net_context>
+    let ssl: UnsafeMutablePointer<mbedtls_ssl_context>
+    private let configuration: TLSConfiguration  // keeps the config alive while ssl points at it
+
+    var fileDescriptor: Int32 { net.pointee.fd }
+
+    enum Progress { case done, wantRead, wantWrite, failed(TransportError) }
+    enum IO { case bytes(Int), wouldBlock, closed, failed(TransportError) }
+
+    /// Wraps `fd`; `serverName` is sent as SNI and checked against the certificate (client side).
+    init(fd: Int32, configuration: TLSConfiguration, serverName: String?) throws(TransportError) {
+        self.configuration = configuration
+        net = .allocate(capacity: 1)
+        ssl = .allocate(capacity: 1)
+        mbedtls_net_init(net)
+        mbedtls_ssl_init(ssl)
+        net.pointee.fd = fd
+        var rc = mbedtls_ssl_setup(ssl, configuration.sslConfig)
+        guard rc == 0 else { throw .tls(MbedTLSLibrary.describe(rc)) }
+        if let serverName {
+            rc = mbedtls_ssl_set_hostname(ssl, serverName)
+            guard rc == 0 else { throw .tls("server name \(serverName): \(MbedTLSLibrary.describe(rc))") }
+        }
+        mbedtls_ssl_set_bio(ssl, net, TLSStream.send, mbedtls_net_recv, nil)
+    }
+
+    deinit {
+        mbedtls_ssl_free(ssl)
+        mbedtls_net_free(net)  // closes the socket
+        ssl.deallocate()
+        net.deallocate()
+    }
+
+    func handshake() -> Progress {
+        let rc = mbedtls_ssl_handshake(ssl)
+        switch rc {
+        case 0: return .done
+        case MBEDTLS_ERR_SSL_WANT_READ: return .wantRead
+        case MBEDTLS_ERR_SSL_WANT_WRITE: return .wantWrite
+        default:
+            let flags = mbedtls_ssl_get_verify_result(ssl)
+            if flags != 0 && flags != UInt32.max {
+                var buffer = [CChar](repeating: 0, count: 512)
+                mbedtls_x509_crt_verify_info(&buffer, buffer.count, "", flags)
+                let text = CStringBuffer.string(buffer).split(separator: "\n").joined(separator: "; ")
+                return .failed(.tls("certificate verification failed (\(text)); pass the issuing CA with --ca-file"))
+            }
+            return .failed(.tls(MbedTLSLibrary.describe(rc)))
+        }
+    }
+
+    /// The protocol ALPN chose, e.g. "h2".
+    var negotiatedProtocol: String? {
+        guard let name = mbedtls_ssl_get_alpn_protocol(ssl) else { return nil }
+        return String(cString: name)
+    }
+
+    func read(into buffer: UnsafeMutablePointer<UInt8>, capacity: Int) -> IO {
+        let rc = mbedtls_ssl_read(ssl, buffer, capacity)
+        if rc > 0 { return .bytes(Int(rc)) }
+        switch rc {
+        case 0, MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY: return .closed
+        case MBEDTLS_ERR_SSL_WANT_READ, MBEDTLS_ERR_SSL_WANT_WRITE: return .wouldBlock
+        case MBEDTLS_ERR_NET_CONN_RESET: return .closed
+        default: return .failed(.tls(MbedTLSLibrary.describe(rc)))
+        }
+    }
+
+    /// Writes up to `count` bytes. After `.wouldBlock` the caller must retry with the same length.
+    func write(_ buffer: UnsafePointer<UInt8>, count: Int) -> IO {
+        let rc = mbedtls_ssl_write(ssl, buffer, count)
+        if rc >= 0 { return .bytes(Int(rc)) }
+        switch rc {
+        case MBEDTLS_ERR_SSL_WANT_READ, MBEDTLS_ERR_SSL_WANT_WRITE: return .wouldBlock
+        case MBEDTLS_ERR_NET_CONN_RESET: return .closed
+        default: return .failed(.tls(MbedTLSLibrary.describe(rc)))
+        }
+    }
+
+    /// The BIO send: like mbedtls_net_send but with MSG_NOSIGNAL, so a peer that went away is an
+    /// error code (EPIPE) instead of a SIGPIPE that kills the process.
+    private static let send: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<UInt8>?, Int) -> Int32 = { context, buffer, length in
+        let fd = context!.assumingMemoryBound(to: mbedtls_net_context.self).pointee.fd
+        let sent = Glibc.send(fd, buffer, length, Int32(MSG_NOSIGNAL))
+        if sent >= 0 { return Int32(sent) }
+        switch errno {
+        case EAGAIN, EINTR: return MBEDTLS_ERR_SSL_WANT_WRITE
+        case EPIPE, ECONNRESET: return MBEDTLS_ERR_NET_CONN_RESET
+        default: return MBEDTLS_ERR_NET_SEND_FAILED
+        }
+    }
+
+    /// Sends close_notify (best effort) before the socket closes.
+    func closeNotify() { _ = mbedtls_ssl_close_notify(ssl) }
+}

@@ -1,0 +1,41 @@
+import Crypto
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A fresh temporary directory.
+func temporaryDirectory(_ prefix: String = "sokuho-test") -> String {
+    var template = Array("/tmp/\(prefix)-XXXXXX".utf8CString)
+    return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+}
+
+/// A CA and a server certificate for localhost/127.0.0.1/::1, made the way the simulator makes them
+/// (`LoopbackCertificates`; CryptoTests checks them with openssl), so these tests also prove that an
+/// mbedTLS client trusts them over a real handshake.
+func makeTestCertificates() -> (dir: String, ca: String, cert: String, key: String) {
+    let dir = temporaryDirectory("sokuho-certs")
+    do {
+        let files = try LoopbackCertificates.generate(in: dir)
+        return (dir, files.caCertificatePath, files.serverCertificatePath, files.serverKeyPath)
+    } catch {
+        preconditionFailure("cannot make test certificates: \(error)")
+    }
+}
+
+/// Waits up to `seconds` for `condition`.
+func waitUntil(seconds: Double = 10, _ condition: () -> Bool) -> Bool {
+    let end = Double(MonotonicClockForTests.now()) + seconds * 1e9
+    while Double(MonotonicClockForTests.now()) < end {
+        if condition() { return true }
+        usleep(2000)
+    }
+    return condition()
+}
+
+enum MonotonicClockForTests {
+    static func now() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    }
+}
