@@ -4,7 +4,7 @@ import Synchronization
 /// Why a provider token was refused, precise enough for logs and tests; `apnsReason` is the reason
 /// APNs gives for it (APNS.md, 403 table).
 public enum ProviderTokenRejection: Error, Sendable, Equatable, CustomStringConvertible {
-    /// No `authorization` header, or an empty one.
+    /// No `authorization` header, an empty one, or `bearer` without a token.
     case missing
     /// Not `bearer <compact JWS>`, or the header/claims are not the JSON a provider token needs.
     case malformed(String)
@@ -105,13 +105,16 @@ public final class ProviderTokenVerifier: Sendable {
 
     /// Checks an `authorization` header value (`bearer <jwt>`; nil when the header is absent).
     public func verify(authorization: String?) throws(ProviderTokenRejection) -> VerifiedProviderToken {
+        // APNs: MissingProviderToken when "the authorization header is missing or no provider token is specified".
         guard let authorization, !authorization.isEmpty else { throw .missing }
-        let scheme = "bearer "
-        guard authorization.utf8.count > scheme.utf8.count,
-              authorization.prefix(scheme.count).lowercased() == scheme else {
+        let scheme = "bearer"
+        guard authorization.prefix(scheme.count).lowercased() == scheme else {
             throw .malformed("the authorization header is not \"bearer <token>\"")
         }
-        return try verify(jwt: String(authorization.dropFirst(scheme.count)))
+        let rest = authorization.dropFirst(scheme.count)
+        guard !rest.allSatisfy({ $0 == " " }) else { throw .missing }
+        guard rest.first == " " else { throw .malformed("the authorization header is not \"bearer <token>\"") }
+        return try verify(jwt: String(rest.dropFirst()))
     }
 
     /// Checks a bare JWT.
