@@ -36,6 +36,12 @@ import Testing
         }
     }
 
+    @Test func loadsABinaryDERKeyToo() throws {
+        let dir = TemporaryDirectory()
+        _ = openssl(["pkcs8", "-topk8", "-nocrypt", "-in", Fixtures.appleLayoutKey, "-outform", "DER", "-out", dir.path("key.der")], in: dir)
+        #expect(try SigningKey(contentsOf: dir.path("key.der")).publicKeyPEM == dir.readText(Fixtures.appleLayoutPublicKey))
+    }
+
     @Test func generatedP8HasApplesLayoutIsPrivateAndRoundTrips() throws {
         let dir = TemporaryDirectory()
         let path = dir.path("AuthKey_GENERATED1.p8")
