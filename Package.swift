@@ -29,7 +29,11 @@ let package = Package(
         // The LMDB token store.
         .target(name: "TokenStore", dependencies: ["CLMDB"]),
         // The command line: one table-driven parser, one file per sub-command.
-        .target(name: "SokuhoCLI", dependencies: ["JSONCore", "Crypto", "HTTP2", "TokenStore"]),
+        .target(name: "SokuhoCLI", dependencies: ["JSONCore", "APNs", "Crypto", "HTTP2", "Sender", "Simulator", "TokenStore"]),
+        // The sending engine: connection pool, push jobs, retries, outcomes.
+        .target(name: "Sender", dependencies: ["APNs", "HTTP2", "Crypto"]),
+        // The APNs look-alike for tests, demo and benchmarks.
+        .target(name: "Simulator", dependencies: ["APNs", "HTTP2", "Crypto", "JSONCore"]),
         .executableTarget(name: "sokuho", dependencies: ["SokuhoCLI"]),
 
         .testTarget(name: "CLibraryTests", dependencies: ["CMbedTLS", "CNghttp2", "CLMDB", "Crypto", "HTTP2", "TokenStore"]),

@@ -22,10 +22,13 @@ public protocol EventLoopSource: AnyObject {
 /// through an eventfd. There is no Task and no lock per push: a connection refills itself from its
 /// own queue in `prepare`.
 public final class EventLoop: @unchecked Sendable {
-    // @unchecked: `sources` and `registered` are touched only on the loop thread; `pending` is behind a Mutex.
+    // @unchecked: `drivers`, `sockets` and `registered` are touched only on the loop thread; `pending` is behind a Mutex.
     private let epollFD: Int32
     private let wakeFD: Int32
-    private var sources: [ObjectIdentifier: EventLoopSource] = [:]
+    /// Drivers (sources without a descriptor, e.g. a sender that feeds connections) are prepared
+    /// before sockets each turn, so what they submit is flushed in the same turn.
+    private var drivers: [EventLoopSource] = []
+    private var sockets: [EventLoopSource] = []
     private var registered: [Int32: (source: EventLoopSource, events: UInt32)] = [:]
     private let pending = Mutex<[@Sendable () -> Void]>([])
     private let stopping = Atomic<Bool>(false)
@@ -64,14 +67,20 @@ public final class EventLoop: @unchecked Sendable {
         _ = Glibc.write(wakeFD, &one, 8)
     }
 
-    /// Adds a source; call on the loop thread.
-    public func add(_ source: EventLoopSource) {
-        sources[ObjectIdentifier(source)] = source
+    /// Adds a source; call on the loop thread. `driver: true` for a source that has no descriptor of
+    /// its own and feeds other sources.
+    public func add(_ source: EventLoopSource, driver: Bool = false) {
+        if driver {
+            if !drivers.contains(where: { $0 === source }) { drivers.append(source) }
+        } else if !sockets.contains(where: { $0 === source }) {
+            sockets.append(source)
+        }
     }
 
     /// Removes a source and stops polling its descriptor; call on the loop thread before closing the fd.
     public func remove(_ source: EventLoopSource) {
-        sources[ObjectIdentifier(source)] = nil
+        drivers.removeAll { $0 === source }
+        sockets.removeAll { $0 === source }
         let fd = source.fileDescriptor
         if fd >= 0, registered[fd] != nil {
             epoll_ctl(epollFD, EPOLL_CTL_DEL, fd, nil)
@@ -119,7 +128,8 @@ public final class EventLoop: @unchecked Sendable {
 
         var now = MonotonicClock.nanoseconds()
         var anyOutputPending = false
-        for source in sources.values {
+        for driver in drivers where driver.prepare(now: now) { anyOutputPending = true }
+        for source in sockets {
             let wantsWrite = source.prepare(now: now)
             anyOutputPending = anyOutputPending || wantsWrite
             update(source, wantsWrite: wantsWrite)
@@ -141,7 +151,8 @@ public final class EventLoop: @unchecked Sendable {
         }
         if now &- lastTick >= tickInterval {
             lastTick = now
-            for source in sources.values { source.tick(now: now) }
+            for source in drivers { source.tick(now: now) }
+            for source in sockets { source.tick(now: now) }
         }
     }
 

@@ -59,7 +59,7 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
 
     /// Sends `response` on `streamID`, after `delay` nanoseconds if given.
     public func respond(streamID: Int32, _ response: ServerResponse, delay: UInt64 = 0) {
-        guard !closed else { return }
+        guard !closed, !dropping else { return }
         if delay > 0 {
             delayed.append((MonotonicClock.nanoseconds() &+ delay, streamID, response))
             return
@@ -77,7 +77,7 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
         let rc = withUnsafePointer(to: &provider) {
             nghttp2_submit_response(session, streamID, list.entries, list.count, response.body.isEmpty ? nil : $0)
         }
-        if rc != 0 { outgoing[streamID] = nil }
+        if rc != 0 { outgoing[streamID] = nil } else { handler.responseSent(response, on: self) }
     }
 
     /// Resets a stream with an HTTP/2 error code (e.g. REFUSED_STREAM = 7).
@@ -103,6 +103,19 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
         finish()
     }
 
+    /// Stops answering: requests that arrive from now on are ignored, held-back answers are dropped,
+    /// and once what was already answered is written the socket closes with a FIN and no GOAWAY. The
+    /// client sees a connection lost with requests in flight (their outcome unknown), while every
+    /// answer sent before really reaches it.
+    public func drop() {
+        guard !closed else { return }
+        dropping = true
+        delayed.removeAll()
+        delayedHead = 0
+    }
+
+    private var dropping = false
+
     /// Announces a new SETTINGS_MAX_CONCURRENT_STREAMS.
     public func setMaximumStreams(_ value: UInt32) {
         guard let session, !closed else { return }
@@ -125,6 +138,10 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
         }
         if handshakeDone { flush() }
         if closed { return false }
+        if dropping && output.isEmpty && blockedWriteLength == 0 {
+            finish()
+            return false
+        }
         if let session, handshakeDone, nghttp2_session_want_read(session) == 0, nghttp2_session_want_write(session) == 0,
            output.isEmpty, blockedWriteLength == 0 {
             finish()
@@ -252,7 +269,7 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
     }
 
     fileprivate func onRequestComplete(streamID: Int32) {
-        guard let request = partial.removeValue(forKey: streamID) else { return }
+        guard let request = partial.removeValue(forKey: streamID), !dropping else { return }
         requestsReceived += 1
         handler.handle(ServerRequest(streamID: streamID, method: request.method, path: request.path, authority: request.authority,
                                      headers: request.headers, body: request.body), on: self)

@@ -19,11 +19,14 @@ public struct ServerResponse: Sendable {
     public var status: Int
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
+    /// For the handler's own bookkeeping: handed back in `responseSent` when the answer leaves.
+    public var note: String?
 
-    public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+    public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = [], note: String? = nil) {
         self.status = status
         self.headers = headers
         self.body = body
+        self.note = note
     }
 }
 
@@ -35,9 +38,13 @@ public protocol HTTP2RequestHandler: AnyObject {
     func connectionOpened(_ connection: ServerConnection)
     /// A connection is gone.
     func connectionClosed(_ connection: ServerConnection)
+    /// A response was handed to HTTP/2 (after its delay, if any); responses dropped with the
+    /// connection never get here.
+    func responseSent(_ response: ServerResponse, on connection: ServerConnection)
 }
 
 extension HTTP2RequestHandler {
     public func connectionOpened(_ connection: ServerConnection) {}
     public func connectionClosed(_ connection: ServerConnection) {}
+    public func responseSent(_ response: ServerResponse, on connection: ServerConnection) {}
 }

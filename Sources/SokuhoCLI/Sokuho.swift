@@ -10,6 +10,9 @@ public enum Sokuho {
                     77 permission denied · 78 configuration
         """,
         subcommands: [
+            SendCommand.spec,
+            ChannelsCommand.spec,
+            SimulatorCommand.spec,
             VersionCommand.spec,
         ])
 

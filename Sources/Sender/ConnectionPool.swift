@@ -1,0 +1,117 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import HTTP2
+import Synchronization
+
+/// A pool of HTTP/2 connections to one APNs endpoint, spread over event-loop threads that own them.
+///
+/// A producer (the fan-out planner, `sokuho bench`) calls `send` with batches of jobs; the pool
+/// spreads them over its loops' bounded queues (waiting while they are full: backpressure), and
+/// every push ends in exactly one `PushOutcome`, reported to the sink and counted.
+public final class ConnectionPool: Sendable {
+    private let loops: [EventLoop]
+    private let senders: [LoopSender]
+    private let threads: Mutex<[OSThread]>
+    private let state = PoolState()
+    private let submitted = Atomic<Int>(0)
+    private let nextLoop = Atomic<Int>(0)
+
+    public init(configuration: PoolConfiguration, sink: PushOutcomeSink? = nil) {
+        let threadCount = max(1, min(configuration.threads, configuration.connections))
+        var loops: [EventLoop] = []
+        var senders: [LoopSender] = []
+        for index in 0..<threadCount {
+            let loop = EventLoop(name: "sokuho-send-\(index)")
+            // Connections are dealt round-robin: loop i owns connections i, i+threads, …
+            let share = configuration.connections / threadCount + (index < configuration.connections % threadCount ? 1 : 0)
+            let sender = LoopSender(loop: loop, connections: share, configuration: configuration, sink: sink, pool: state)
+            loops.append(loop)
+            senders.append(sender)
+        }
+        self.loops = loops
+        self.senders = senders
+        threads = Mutex([])
+        let started = zip(loops, senders).map { loop, sender in
+            loop.execute { loop.add(sender, driver: true) }
+            return loop.start()
+        }
+        threads.withLock { $0 = started }
+    }
+
+    /// Queues `jobs`, waiting while the loops' queues are full. Safe from any thread.
+    public func send(_ jobs: [PushJob]) {
+        guard !jobs.isEmpty else { return }
+        submitted.add(jobs.count, ordering: .relaxed)
+        var start = 0
+        var spins = 0
+        while start < jobs.count {
+            let index = nextLoop.add(1, ordering: .relaxed).oldValue % senders.count
+            let sender = senders[index]
+            // Hand each loop a slice at a time so work spreads evenly.
+            let end = min(jobs.count, start + max(256, jobs.count / senders.count))
+            let slice = Array(jobs[start..<end])
+            var offset = 0
+            while offset < slice.count {
+                let added = sender.queue.offer(slice, from: offset)
+                offset += added
+                if added > 0 { sender.loop.wake(); spins = 0 } else {
+                    spins += 1
+                    usleep(spins < 10 ? 50 : 500)  // full: wait for the loop to drain (backpressure)
+                }
+            }
+            start = end
+        }
+    }
+
+    /// Pushes queued so far.
+    public var submittedCount: Int { submitted.load(ordering: .relaxed) }
+
+    /// Pushes that reached their final outcome so far.
+    public var finishedCount: Int { senders.reduce(0) { $0 + $1.finished.load(ordering: .acquiring) } }
+
+    /// Waits until every queued push has its outcome, or `timeout` nanoseconds pass; returns whether all finished.
+    @discardableResult
+    public func waitUntilFinished(timeout: UInt64 = .max, progress: ((Int) -> Void)? = nil) -> Bool {
+        let start = MonotonicClock.nanoseconds()
+        var lastReport: UInt64 = 0
+        while finishedCount < submittedCount {
+            let now = MonotonicClock.nanoseconds()
+            if now &- start > timeout { return false }
+            if let progress, now &- lastReport > 200_000_000 { lastReport = now; progress(finishedCount) }
+            usleep(1_000)
+        }
+        return true
+    }
+
+    /// Counters summed over all loops, with merged latencies (call after `waitUntilFinished`).
+    public func statistics() -> (counters: SenderCounters, latencies: LatencyHistogram) {
+        // Ask every loop to publish on its own thread, then read.
+        let pending = Atomic<Int>(senders.count)
+        for sender in senders {
+            sender.loop.execute { sender.publishNow(); pending.subtract(1, ordering: .releasing) }
+        }
+        while pending.load(ordering: .acquiring) > 0 { usleep(500) }
+        var counters = SenderCounters()
+        var latencies = LatencyHistogram()
+        for sender in senders {
+            let (c, l) = sender.read()
+            counters = counters + c
+            if let l { latencies.merge(l) }
+        }
+        return (counters, latencies)
+    }
+
+    /// Why the pool stopped sending, if it did (bad credentials, unreachable server).
+    public var haltMessage: String? { state.haltMessage }
+
+    /// Closes every connection and stops the loop threads.
+    public func shutdown() {
+        for (loop, sender) in zip(loops, senders) {
+            loop.execute { sender.closeAll() }
+        }
+        usleep(20_000)
+        for loop in loops { loop.stop() }
+        for thread in threads.withLock({ $0 }) { thread.join() }
+    }
+}

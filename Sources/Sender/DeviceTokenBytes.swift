@@ -1,0 +1,77 @@
+/// A device token's raw bytes stored inline (no heap), up to `capacity` bytes. APNs tokens are 32
+/// bytes today, but Apple says not to assume a length, so this holds up to 100.
+public struct DeviceTokenBytes: Sendable, Equatable {
+    public static let capacity = 100
+    private var storage: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) =
+        (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    public private(set) var count: UInt8 = 0
+
+    public init() {}
+
+    /// The token from raw bytes; nil when it is empty or longer than `capacity`.
+    public init?<Bytes: Collection>(bytes: Bytes) where Bytes.Element == UInt8 {
+        guard !bytes.isEmpty, bytes.count <= Self.capacity else { return nil }
+        count = UInt8(bytes.count)
+        withUnsafeMutableBytes(of: &storage) { raw in
+            for (index, byte) in bytes.enumerated() { raw[index] = byte }
+        }
+    }
+
+    /// The token from its hexadecimal text (either case); nil when it is not even-length hex or too long.
+    public init?(hex: some StringProtocol) {
+        let utf8 = Array(hex.utf8)
+        guard !utf8.isEmpty, utf8.count % 2 == 0, utf8.count / 2 <= Self.capacity else { return nil }
+        var ok = true
+        withUnsafeMutableBytes(of: &storage) { raw in
+            var i = 0
+            while i < utf8.count {
+                guard let high = Self.nibble(utf8[i]), let low = Self.nibble(utf8[i + 1]) else { ok = false; return }
+                raw[i / 2] = high << 4 | low
+                i += 2
+            }
+        }
+        guard ok else { return nil }
+        count = UInt8(utf8.count / 2)
+    }
+
+    /// Calls `body` with the raw bytes.
+    public func withBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+        withUnsafeBytes(of: storage) { body(UnsafeRawBufferPointer(rebasing: $0[0..<Int(count)])) }
+    }
+
+    /// Writes the lowercase hex form at `destination` (2 × count bytes) and returns its length.
+    @inline(__always)
+    func writeHex(to destination: UnsafeMutablePointer<UInt8>) -> Int {
+        withBytes { raw in
+            for index in 0..<raw.count {
+                destination[2 * index] = Self.digits[Int(raw[index] >> 4)]
+                destination[2 * index + 1] = Self.digits[Int(raw[index] & 0x0f)]
+            }
+            return raw.count * 2
+        }
+    }
+
+    public var hex: String {
+        var out = [UInt8](repeating: 0, count: Int(count) * 2)
+        _ = out.withUnsafeMutableBufferPointer { writeHex(to: $0.baseAddress!) }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The last 8 hex characters, the only part of a token that may appear in a log.
+    public var redacted: String { "…" + hex.suffix(8) }
+
+    public static func == (lhs: DeviceTokenBytes, rhs: DeviceTokenBytes) -> Bool {
+        lhs.count == rhs.count && lhs.withBytes { a in rhs.withBytes { b in a.elementsEqual(b) } }
+    }
+
+    private static let digits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    private static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 48...57: return c - 48
+        case 97...102: return c - 87
+        case 65...70: return c - 55
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,290 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import APNs
+import Crypto
+import HTTP2
+import Synchronization
+
+/// The sending engine of one event-loop thread: owns its connections, pulls jobs from its queue,
+/// submits them as stream capacity frees up, and turns every response or failure into a retry, a
+/// resend or one final outcome. Everything here runs on the loop thread; only `queue`, `finished`
+/// and the counters snapshot are shared.
+final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Sendable {
+    // @unchecked: all mutable state is confined to `loop`'s thread; cross-thread parts are Mutex/Atomic.
+    let loop: EventLoop
+    let queue: JobQueue
+    private let configuration: PoolConfiguration
+    private weak var sink: PushOutcomeSink?
+    private let pool: PoolState
+
+    private var slots: [PooledConnection] = []
+    private var ready: JobRing
+    private var delayed: DelayedJobs
+    /// Jobs in flight, by stream tag.
+    private var inflight: [PushJob?]
+    private var freeTags: [Int]
+    private var counters = SenderCounters()
+    private var latencies = LatencyHistogram()
+    private var random: UInt64
+    private var pathBuffer: UnsafeMutablePointer<UInt8>
+    private var lastTokenCheck: UInt64 = 0
+    /// Final outcomes recorded by this loop (read by producers to know when all is done).
+    let finished = Atomic<Int>(0)
+    private let snapshot = Mutex<(SenderCounters, LatencyHistogram?)>((SenderCounters(), nil))
+
+    final class PooledConnection {
+        let connection: ClientConnection
+        var lease: ProviderTokenLease?
+        var reconnectAt: UInt64 = 0
+        var backoff: UInt64 = 0
+        var retire = false
+        init(_ connection: ClientConnection) { self.connection = connection }
+    }
+
+    init(loop: EventLoop, connections: Int, configuration: PoolConfiguration, sink: PushOutcomeSink?, pool: PoolState) {
+        self.loop = loop
+        self.configuration = configuration
+        self.sink = sink
+        self.pool = pool
+        queue = JobQueue(capacity: configuration.queueCapacity)
+        ready = JobRing(capacity: configuration.queueCapacity)
+        let maximumInflight = max(1, connections) * max(1, configuration.streamsPerConnection)
+        delayed = DelayedJobs(capacity: maximumInflight)
+        inflight = Array(repeating: nil, count: maximumInflight)
+        freeTags = Array((0..<maximumInflight).reversed())
+        random = RandomSource.shared.next() | 1
+        pathBuffer = .allocate(capacity: 512)
+        for _ in 0..<connections {
+            var options = ClientConnectionOptions(host: configuration.host, port: configuration.port, tls: configuration.tls)
+            options.maximumStreams = configuration.streamsPerConnection
+            let connection = ClientConnection(loop: loop, options: options)
+            slots.append(PooledConnection(connection))
+        }
+        for slot in slots { slot.connection.delegate = self }
+    }
+
+    deinit { pathBuffer.deallocate() }
+
+    var fileDescriptor: Int32 { -1 }
+
+    /// Counters and latencies as of the last loop turn.
+    func read() -> (SenderCounters, LatencyHistogram?) { snapshot.withLock { $0 } }
+
+    /// Publishes the counters (cheap; called when work finishes, not per push).
+    func publishNow() { publish(withLatencies: true) }
+
+    /// Closes every connection (pool shutdown).
+    func closeAll() { for slot in slots { slot.connection.close() } }
+
+    private func publish(withLatencies: Bool) {
+        let counters = self.counters
+        let latencies = withLatencies ? self.latencies : nil
+        snapshot.withLock { $0 = (counters, latencies ?? $0.1) }
+    }
+
+    // MARK: EventLoopSource
+
+    func prepare(now: UInt64) -> Bool {
+        while let job = delayed.popDue(now: now) {
+            if ready.free == 0 { delayed.insert(job); break }
+            ready.pushBack(job)
+        }
+        if ready.count < ready.free { _ = queue.drain(into: &ready, limit: ready.free) }
+        if pool.halted.load(ordering: .relaxed) { failEverythingQueued(now: now) }
+        let hasWork = !ready.isEmpty || !delayed.isEmpty || inflightCount > 0
+        if hasWork { openConnectionsIfNeeded(now: now) }
+        return false
+    }
+
+    func handle(events: UInt32, now: UInt64) {}
+
+    func tick(now: UInt64) {
+        if now &- lastTokenCheck > 1_000_000_000 {
+            lastTokenCheck = now
+            refreshProviderTokens()
+            publish(withLatencies: false)
+        }
+    }
+
+    private var inflightCount: Int { inflight.count - freeTags.count }
+
+    // MARK: Connections
+
+    private func openConnectionsIfNeeded(now: UInt64) {
+        for slot in slots {
+            let state = slot.connection.state
+            guard state == .idle || state == .closed, now >= slot.reconnectAt, !pool.halted.load(ordering: .relaxed) else { continue }
+            if let source = configuration.providerTokens {
+                slot.lease = nil  // a new connection takes the newest generation
+                do {
+                    slot.connection.setAuthorization(try source.token(for: &slot.lease).authorization)
+                } catch {
+                    pool.halt(.authOrConnectionFailure, message: "cannot sign a provider token: \(error)")
+                    return
+                }
+            }
+            slot.retire = false
+            slot.connection.connect()
+        }
+    }
+
+    /// Moves each open connection to a newer provider-token generation when the 20-minute rule allows.
+    private func refreshProviderTokens() {
+        guard let source = configuration.providerTokens else { return }
+        for slot in slots where slot.connection.state == .open {
+            if let token = try? source.token(for: &slot.lease) { slot.connection.setAuthorization(token.authorization) }
+        }
+    }
+
+    func connectionDidOpen(_ connection: ClientConnection) {
+        counters.connectionsOpened += 1
+        pool.connectionOpened()
+    }
+
+    func connection(_ connection: ClientConnection, didClose error: TransportError?, goAway: GoAwayInfo?) {
+        guard let slot = slots.first(where: { $0.connection === connection }) else { return }
+        let now = MonotonicClock.nanoseconds()
+        if goAway != nil { counters.goAways += 1 }
+        if error == nil || slot.retire {
+            slot.backoff = 0
+            slot.reconnectAt = now  // a clean GOAWAY or a retirement: a fresh connection right away
+        } else {
+            counters.connectionFailures += 1
+            if connection.responsesReceived == 0 && connection.streamsSubmitted == 0 {
+                pool.connectionFailed(error!, failFastAfter: configuration.failFastAfterAttempts)
+            }
+            slot.backoff = slot.backoff == 0 ? configuration.reconnectInitial : min(configuration.reconnectMaximum, slot.backoff * 2)
+            slot.reconnectAt = now &+ slot.backoff
+        }
+        if connection.hadSuccess { slot.backoff = error == nil ? 0 : configuration.reconnectInitial }
+    }
+
+    // MARK: Submitting
+
+    func connection(_ connection: ClientConnection, canSubmit capacity: Int) {
+        guard !pool.halted.load(ordering: .relaxed) else { return }
+        let now = MonotonicClock.nanoseconds()
+        var budget = capacity
+        while budget > 0, let popped = ready.popFront() {
+            var job = popped
+            if job.group.deadline != 0 && job.group.deadline <= now {
+                finish(job, .expired, status: 0, reason: nil, timestamp: nil, now: now)
+                continue
+            }
+            guard let tag = freeTags.popLast() else { ready.pushFront(job); return }
+            let prefix = job.group.pathPrefix
+            let length = prefix.withUnsafeBufferPointer { p -> Int in
+                pathBuffer.update(from: p.baseAddress!, count: p.count)
+                return p.count + job.token.writeHex(to: pathBuffer + p.count)
+            }
+            var deadline = now &+ configuration.requestTimeout
+            if job.group.deadline != 0 { deadline = min(deadline, job.group.deadline) }
+            if job.firstSubmitted == 0 { job.firstSubmitted = now }
+            let submitted = connection.submit(method: "POST", path: UnsafeRawBufferPointer(start: pathBuffer, count: length),
+                                              headers: job.group.headers, body: job.group.body, deadline: deadline, tag: UInt64(tag))
+            guard submitted else {
+                freeTags.append(tag)
+                ready.pushFront(job)
+                return
+            }
+            inflight[tag] = job
+            budget -= 1
+        }
+    }
+
+    func connection(_ connection: ClientConnection, didReceive response: ResponseView, tag: UInt64) {
+        guard let job = inflight[Int(tag)].take() else { return }
+        freeTags.append(Int(tag))
+        let now = MonotonicClock.nanoseconds()
+        let isSuccess = (200..<300).contains(response.status)
+        let error = isSuccess ? ErrorBody(reason: nil, timestamp: nil) : ErrorBody(json: response.bodyBytes)
+        let disposition = configuration.retry.decide(status: response.status, reason: error.reason, attempts: Int(job.attempts) + 1,
+                                                     resends: Int(job.resends), random: nextRandom())
+        apply(disposition, to: job, connection: connection, status: response.status, reason: error.reason?.name,
+              timestamp: error.timestamp, now: now)
+    }
+
+    func connection(_ connection: ClientConnection, didFail failure: StreamFailure, tag: UInt64) {
+        guard let job = inflight[Int(tag)].take() else { return }
+        freeTags.append(Int(tag))
+        let now = MonotonicClock.nanoseconds()
+        let disposition = configuration.retry.decide(failure: failure, resendUnknown: job.group.resendUnknown, resends: Int(job.resends))
+        apply(disposition, to: job, connection: connection, status: 0, reason: nil, timestamp: nil, now: now)
+    }
+
+    private func apply(_ disposition: Disposition, to original: PushJob, connection: ClientConnection, status: Int,
+                       reason: String?, timestamp: Int64?, now: UInt64) {
+        var job = original
+        switch disposition {
+        case let .finish(outcome):
+            finish(job, outcome, status: status, reason: reason, timestamp: timestamp, now: now)
+        case let .haltPool(outcome):
+            pool.halt(outcome, message: "APNs refused the credentials or configuration: \(status) \(reason ?? "")")
+            finish(job, outcome, status: status, reason: reason, timestamp: timestamp, now: now)
+        case let .retry(delay):
+            job.attempts += 1
+            counters.retries += 1
+            requeue(job, after: delay, now: now, status: status, reason: reason)
+        case .resendRefused:
+            job.resends += 1
+            counters.refusedResends += 1
+            requeue(job, after: 0, now: now, status: status, reason: reason)
+        case .resendUnknown:
+            job.resends += 1
+            job.resentAfterUnknown = true
+            counters.unknownResends += 1
+            requeue(job, after: 0, now: now, status: status, reason: reason)
+        case let .resendOnNewConnection(delay):
+            job.resends += 1
+            counters.refusedResends += 1
+            if let slot = slots.first(where: { $0.connection === connection }) {
+                slot.retire = true
+                connection.close()
+            }
+            requeue(job, after: delay, now: now, status: status, reason: reason)
+        }
+    }
+
+    private func requeue(_ job: PushJob, after delay: UInt64, now: UInt64, status: Int, reason: String?) {
+        var job = job
+        if job.group.deadline != 0 && now &+ delay >= job.group.deadline {
+            finish(job, .expired, status: status, reason: reason, timestamp: nil, now: now)
+            return
+        }
+        if delay == 0 && ready.free > 0 {
+            ready.pushFront(job)
+        } else {
+            job.notBefore = now &+ delay
+            delayed.insert(job)
+        }
+    }
+
+    private func finish(_ job: PushJob, _ outcome: PushOutcome, status: Int, reason: String?, timestamp: Int64?, now: UInt64) {
+        counters[outcome] += 1
+        if job.firstSubmitted != 0 { latencies.record(nanoseconds: now &- job.firstSubmitted) }
+        if let sink {
+            sink.pushCompleted(CompletedPush(token: job.token, id: job.id, group: job.group, outcome: outcome, status: status,
+                                             reason: reason, timestamp: timestamp, resentAfterUnknown: job.resentAfterUnknown))
+        }
+        finished.add(1, ordering: .releasing)
+        if ready.isEmpty && inflightCount == 0 && delayed.isEmpty { publish(withLatencies: true) }
+    }
+
+    /// After a halt: every job still queued here ends as the halt's outcome without being sent.
+    private func failEverythingQueued(now: UInt64) {
+        let outcome = pool.haltOutcome
+        while let job = ready.popFront() { finish(job, outcome, status: 0, reason: nil, timestamp: nil, now: now) }
+        while let job = delayed.popDue(now: UInt64.max) { finish(job, outcome, status: 0, reason: nil, timestamp: nil, now: now) }
+        for slot in slots where slot.connection.state == .open { slot.connection.close() }
+        publish(withLatencies: true)
+    }
+
+    /// xorshift64*: cheap jitter without touching the shared CTR-DRBG per push.
+    private func nextRandom() -> Double {
+        random ^= random >> 12
+        random ^= random << 25
+        random ^= random >> 27
+        return Double((random &* 2685821657736338717) >> 11) / Double(1 << 53)
+    }
+}

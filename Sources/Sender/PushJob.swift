@@ -1,0 +1,45 @@
+/// One push waiting or in flight: a token and a reference to its group. A value type kept in
+/// preallocated rings and tables, so moving it around allocates nothing.
+public struct PushJob: Sendable {
+    public var token: DeviceTokenBytes
+    public var group: PushGroup
+    /// Caller's identifier, returned with the outcome (e.g. a row in the store).
+    public var id: UInt64
+    /// HTTP attempts that got a transient error so far (back-off retries).
+    var attempts: UInt16 = 0
+    /// Immediate resends so far (refused, unknown-and-resent, new connection).
+    var resends: UInt16 = 0
+    /// Whether it was resent after an unknown outcome (a delivery may then be a duplicate).
+    var resentAfterUnknown = false
+    /// Monotonic ns before which it must not be sent (back-off).
+    var notBefore: UInt64 = 0
+    /// Monotonic ns of the first submission (latency is measured from here).
+    var firstSubmitted: UInt64 = 0
+
+    public init(token: DeviceTokenBytes, group: PushGroup, id: UInt64) {
+        self.token = token
+        self.group = group
+        self.id = id
+    }
+}
+
+/// A push's end, as an outcome sink sees it.
+public struct CompletedPush: Sendable {
+    public let token: DeviceTokenBytes
+    public let id: UInt64
+    public let group: PushGroup
+    public let outcome: PushOutcome
+    /// The HTTP status of the last response (0 when none came).
+    public let status: Int
+    /// APNs' reason for the last refusal, if any.
+    public let reason: String?
+    /// 410 timestamp in milliseconds, for pruning.
+    public let timestamp: Int64?
+    /// Whether the push was sent again after an unknown outcome (so it may have arrived twice).
+    public let resentAfterUnknown: Bool
+}
+
+/// Receives every push's final outcome on the loop thread that finished it. Keep it cheap.
+public protocol PushOutcomeSink: AnyObject, Sendable {
+    func pushCompleted(_ push: CompletedPush)
+}

@@ -1,0 +1,68 @@
+import APNs
+import HTTP2
+
+/// What to do with a push after one attempt: pure logic, tested without sockets.
+public enum Disposition: Sendable, Equatable {
+    /// Done, with this outcome.
+    case finish(PushOutcome)
+    /// Send again after `delay` nanoseconds (a back-off retry that counts as an attempt).
+    case retry(delay: UInt64)
+    /// Send again at once on any connection: provably unprocessed (does not count as an attempt).
+    case resendRefused
+    /// Send again at once although it may have been processed (the group allows duplicates).
+    case resendUnknown
+    /// Send again at once, and retire the connection it came back on (expired provider token,
+    /// Shutdown, idle timeout, a key that does not belong to the connection).
+    case resendOnNewConnection(delay: UInt64)
+    /// Stop the whole pool: credentials or configuration are wrong, every push would fail alike.
+    case haltPool(PushOutcome)
+}
+
+/// Back-off retries with full jitter within the push's deadline, and bounded immediate resends.
+public struct RetryPolicy: Sendable, Equatable {
+    /// Attempts in all (first send + retries) for a transient error.
+    public var maximumAttempts = 5
+    public var baseDelay: UInt64 = 100_000_000
+    public var maximumDelay: UInt64 = 10_000_000_000
+    /// Bound on immediate resends of one push, so a server that refuses everything cannot loop it.
+    public var maximumResends = 8
+
+    public init() {}
+
+    /// The delay before retry number `attempt` (1-based): uniform in [d/2, d], d = base × 2^(attempt−1)
+    /// capped at `maximumDelay`. `random` is a uniform value in [0, 1).
+    public func backoff(attempt: Int, random: Double) -> UInt64 {
+        let exponent = min(max(attempt - 1, 0), 30)
+        let ceiling = min(maximumDelay, baseDelay << UInt64(exponent))
+        return ceiling / 2 + UInt64(Double(ceiling / 2) * random)
+    }
+
+    /// The disposition of a push that got an HTTP response.
+    public func decide(status: Int, reason: Reason?, attempts: Int, resends: Int, random: Double) -> Disposition {
+        switch ResponseAction(status: status, reason: reason) {
+        case .delivered:
+            return .finish(attempts > 1 || resends > 0 ? .deliveredAfterRetry : .delivered)
+        case .removeToken, .removeChannel:
+            return .finish(.tokenDead)
+        case .fixRequest:
+            return .finish(.requestBug)
+        case .fixCredentials:
+            return .haltPool(.authOrConnectionFailure)
+        case .retry:
+            guard attempts < maximumAttempts else { return .finish(.failedAfterRetry) }
+            return .retry(delay: backoff(attempt: attempts, random: random))
+        case .retryOnNewConnection, .newConnection:
+            guard resends < maximumResends, attempts < maximumAttempts + maximumResends else { return .finish(.failedAfterRetry) }
+            return .resendOnNewConnection(delay: backoff(attempt: 1, random: random))
+        }
+    }
+
+    /// The disposition of a push whose stream ended without a response.
+    public func decide(failure: StreamFailure, resendUnknown: Bool, resends: Int) -> Disposition {
+        guard resends < maximumResends else {
+            return .finish(failure.provablyUnprocessed ? .failedAfterRetry : .unknown)
+        }
+        if failure.provablyUnprocessed { return .resendRefused }
+        return resendUnknown ? .resendUnknown : .finish(.unknown)
+    }
+}

@@ -1,0 +1,132 @@
+import APNs
+import JSONCore
+
+/// APNs' checks on a request, as pure functions of its parts (no sockets, no state): what the
+/// simulator answers before faults, tokens and channels come into play.
+enum RequestRules {
+    /// What a request asks for.
+    enum Route: Equatable {
+        case devicePush(token: String)
+        case broadcast(bundle: String)
+        case channels(bundle: String)
+        case allChannels(bundle: String)
+    }
+
+    /// A refusal: APNs' reason (its status follows from it).
+    struct Refusal: Error, Equatable {
+        let reason: Reason
+        var detail: String = ""
+    }
+
+    /// The route of `path`, or BadPath. Device tokens must be hex (BadDeviceToken) and present
+    /// (MissingDeviceToken).
+    static func route(method: String, path: String, managementPort: Bool) throws(Refusal) -> Route {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        if managementPort {
+            // /1/apps/<bundle>/channels | /1/apps/<bundle>/all-channels
+            guard parts.count == 5, parts[0].isEmpty, parts[1] == "1", parts[2] == "apps", !parts[3].isEmpty else {
+                throw Refusal(reason: .badPath, detail: path)
+            }
+            switch (parts[4], method) {
+            case ("channels", "POST"), ("channels", "GET"), ("channels", "DELETE"): return .channels(bundle: parts[3])
+            case ("all-channels", "GET"): return .allChannels(bundle: parts[3])
+            case ("channels", _), ("all-channels", _): throw Refusal(reason: .methodNotAllowed, detail: method)
+            default: throw Refusal(reason: .badPath, detail: path)
+            }
+        }
+        if parts.count >= 3, parts[0].isEmpty, parts[1] == "3", parts[2] == "device" {
+            guard method == "POST" else { throw Refusal(reason: .methodNotAllowed, detail: method) }
+            guard parts.count == 4, !parts[3].isEmpty else { throw Refusal(reason: .missingDeviceToken) }
+            let token = parts[3]
+            guard token.utf8.count % 2 == 0, token.utf8.allSatisfy(isHexDigit) else { throw Refusal(reason: .badDeviceToken) }
+            return .devicePush(token: token.lowercased())
+        }
+        if parts.count == 5, parts[0].isEmpty, parts[1] == "4", parts[2] == "broadcasts", parts[3] == "apps", !parts[4].isEmpty {
+            guard method == "POST" else { throw Refusal(reason: .methodNotAllowed, detail: method) }
+            return .broadcast(bundle: parts[4])
+        }
+        throw Refusal(reason: .badPath, detail: path)
+    }
+
+    private static func isHexDigit(_ c: UInt8) -> Bool {
+        (48...57).contains(c) || (97...102).contains(c) || (65...70).contains(c)
+    }
+
+    /// Headers that must not repeat (DuplicateHeaders).
+    static func checkDuplicates(_ headers: [(name: String, value: String)]) throws(Refusal) {
+        var seen = Set<String>()
+        for header in headers where header.name.hasPrefix("apns-") || header.name == "authorization" {
+            guard seen.insert(header.name).inserted else { throw Refusal(reason: .duplicateHeaders, detail: header.name) }
+        }
+    }
+
+    /// A device push's headers and payload, as APNs checks them. Returns the parsed notification.
+    static func checkDevicePush(headers: [(name: String, value: String)], body: [UInt8], bundles: Set<String>) throws(Refusal) -> Notification {
+        guard !body.isEmpty else { throw Refusal(reason: .payloadEmpty) }
+        let fields = headers.map { HeaderField($0.name, $0.value) }
+        let notification: Notification
+        do {
+            notification = try Notification(receivedHeaders: fields, payload: body)
+        } catch {
+            throw Refusal(reason: error.reason ?? .badRequestPayload, detail: error.description)
+        }
+        let bundle = String(PushType.split(topic: notification.topic).bundle)
+        if !bundles.isEmpty && !bundles.contains(bundle) { throw Refusal(reason: .topicDisallowed, detail: bundle) }
+        do {
+            _ = try PayloadValidator.validate(body, for: .device(notification.pushType))
+        } catch {
+            throw Refusal(reason: error.reason ?? .badRequestPayload, detail: error.description)
+        }
+        return notification
+    }
+
+    /// A broadcast's headers and payload (the channel itself is checked against the channel table).
+    static func checkBroadcast(headers: [(name: String, value: String)], body: [UInt8], bundle: String,
+                               bundles: Set<String>) throws(Refusal) -> (channel: String, expiration: Int64) {
+        func value(_ name: String) -> String? { headers.first { $0.name == name }?.value }
+        if !bundles.isEmpty && !bundles.contains(bundle) { throw Refusal(reason: .topicDisallowed, detail: bundle) }
+        if let topic = value(HeaderName.topic), topic != bundle { throw Refusal(reason: .topicDisallowed, detail: topic) }
+        guard let pushType = value(HeaderName.pushType) else { throw Refusal(reason: .missingPushType) }
+        guard pushType.lowercased() == "liveactivity" else { throw Refusal(reason: .invalidPushType, detail: pushType) }
+        guard let channel = value(HeaderName.channelID), !channel.isEmpty else { throw Refusal(reason: .missingChannelId) }
+        do { _ = try ChannelID(channel) } catch { throw Refusal(reason: .badChannelId, detail: channel) }
+        guard let expirationText = value(HeaderName.expiration), let expiration = Int64(expirationText), expiration >= 0 else {
+            throw Refusal(reason: .badExpirationDate, detail: "apns-expiration is required on broadcasts")
+        }
+        if let priority = value(HeaderName.priority), !["1", "5", "10"].contains(priority) {
+            throw Refusal(reason: .badPriority, detail: priority)
+        }
+        guard !body.isEmpty else { throw Refusal(reason: .payloadEmpty) }
+        do {
+            _ = try PayloadValidator.validate(body, for: .broadcast)
+        } catch {
+            throw Refusal(reason: error.reason ?? .badRequestPayload, detail: error.description)
+        }
+        return (channel, expiration)
+    }
+
+    /// A channel-create body: `{"message-storage-policy":0|1,"push-type":"LiveActivity"}`.
+    static func checkChannelCreate(body: [UInt8]) throws(Refusal) -> Int {
+        guard !body.isEmpty else { throw Refusal(reason: .payloadEmpty) }
+        guard let json = try? JSONParser.parse(body), let members = json.objectMembers else {
+            throw Refusal(reason: .badRequestPayload)
+        }
+        var policy: Int?
+        var pushTypeOK = false
+        for member in members {
+            switch member.key {
+            case "message-storage-policy":
+                guard let value = member.value.int64Value, value == 0 || value == 1 else { throw Refusal(reason: .badRequestParams) }
+                policy = Int(value)
+            case "push-type":
+                guard member.value.stringValue?.lowercased() == "liveactivity" else { throw Refusal(reason: .invalidPushType) }
+                pushTypeOK = true
+            default:
+                throw Refusal(reason: .badRequestParams, detail: member.key)
+            }
+        }
+        guard let policy else { throw Refusal(reason: .badRequestParams, detail: "message-storage-policy") }
+        guard pushTypeOK else { throw Refusal(reason: .missingPushType) }
+        return policy
+    }
+}

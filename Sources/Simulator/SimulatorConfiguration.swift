@@ -1,0 +1,39 @@
+import Crypto
+
+/// How the simulator behaves: where it listens, whom it trusts, and which faults it injects.
+public struct SimulatorConfiguration: Sendable {
+    public var host = "127.0.0.1"
+    /// Device push and broadcast port (0: any free port).
+    public var port = 0
+    /// Channel-management port (0: any free port).
+    public var managePort = 0
+    /// Provider keys whose ES256 tokens are accepted.
+    public var trustedKeys: [ProviderTokenVerifier.TrustedKey] = []
+    /// Bundle IDs the trusted team may push to; empty accepts any.
+    public var bundles: Set<String> = []
+    /// Answer every push this much later (nanoseconds).
+    public var latency: UInt64 = 0
+    /// Reasons answered for a random fraction of otherwise valid pushes, e.g. ("InternalServerError", 0.01).
+    public var faults: [(reason: String, fraction: Double)] = []
+    /// After this many requests on one connection, send GOAWAY naming the last one (0: never).
+    public var goAwayAfter = 0
+    /// After this many requests on one connection, drop it without GOAWAY: answers already sent are
+    /// kept, everything after is never answered (0: never).
+    public var resetAfter = 0
+    /// SETTINGS_MAX_CONCURRENT_STREAMS once a connection's first push was accepted.
+    public var maximumStreams: UInt32 = 1000
+    /// Like APNs with token auth: one stream until the first accepted push.
+    public var oneStreamUntilFirstPush = true
+    /// Tokens (lowercase hex) that answer 410 Unregistered.
+    public var unregisteredTokens: Set<String> = []
+    /// Where to append one JSON line per accepted push (nil: no log).
+    public var logPath: String?
+    /// Whether to keep a count per accepted token (tests assert on duplicates).
+    public var trackTokens = false
+    /// Random seed for fault injection (0: from the system).
+    public var seed: UInt64 = 0
+    /// Whether responses carry `apns-unique-id` (APNs sends it in the development environment).
+    public var sendsUniqueID = true
+
+    public init() {}
+}

@@ -1,0 +1,17 @@
+/// What the simulator has seen, for tests, benchmarks and its exit summary.
+public struct SimulatorCounters: Sendable, Equatable {
+    /// Pushes answered 200 (device and broadcast), counted when the answer is actually sent.
+    public var accepted = 0
+    /// Refusals by reason name.
+    public var rejected: [String: Int] = [:]
+    public var channelRequests = 0
+    public var connections = 0
+    public var goAwaysSent = 0
+    public var connectionsDropped = 0
+    /// Accepted pushes per token (only with `trackTokens`).
+    public var acceptedPerToken: [String: Int] = [:]
+
+    public init() {}
+
+    public var rejectedTotal: Int { rejected.values.reduce(0, +) }
+}

@@ -1,0 +1,222 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import APNs
+import Crypto
+import HTTP2
+import JSONCore
+import Synchronization
+
+/// The APNs look-alike behind both simulator ports: authenticates, validates, routes, injects
+/// faults and answers like APNs. Runs on the simulator's one loop thread; counters are shared
+/// through a Mutex so tests and the CLI can read them from outside.
+final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
+    // @unchecked: mutable state is confined to the loop thread, except `counters` (a Mutex).
+    let configuration: SimulatorConfiguration
+    private let verifier: ProviderTokenVerifier
+    private var connectionState: [ObjectIdentifier: ConnectionState] = [:]
+    private var channels: [String: [String: Int]] = [:]  // bundle → channel ID → storage policy
+    private var random: UInt64
+    private var uuids = RandomSource.Generator()
+    let counters = Mutex(SimulatorCounters())
+    private let log: PushLog?
+    /// Which server (device or management) each connection came in on.
+    var managementConnections = Set<ObjectIdentifier>()
+
+    struct ConnectionState {
+        var requests = 0
+        var acceptedPushes = 0
+        var teamID: String?
+        var keyID: String?
+        var jwt: String?
+        var jwtSince: Int64 = 0
+    }
+
+    init(configuration: SimulatorConfiguration, log: PushLog?) {
+        self.configuration = configuration
+        self.log = log
+        verifier = ProviderTokenVerifier(trusting: configuration.trustedKeys)
+        random = configuration.seed != 0 ? configuration.seed : (RandomSource.shared.next() | 1)
+    }
+
+    func connectionOpened(_ connection: ServerConnection) {
+        connectionState[ObjectIdentifier(connection)] = ConnectionState()
+        counters.withLock { $0.connections += 1 }
+    }
+
+    func connectionClosed(_ connection: ServerConnection) {
+        connectionState[ObjectIdentifier(connection)] = nil
+        managementConnections.remove(ObjectIdentifier(connection))
+    }
+
+    func responseSent(_ response: ServerResponse, on connection: ServerConnection) {
+        guard let note = response.note else { return }
+        // note = "<token or channel>\n<log line>" for accepted pushes.
+        let split = note.firstIndex(of: "\n") ?? note.endIndex
+        let key = String(note[..<split])
+        counters.withLock {
+            $0.accepted += 1
+            if configuration.trackTokens { $0.acceptedPerToken[key, default: 0] += 1 }
+        }
+        if let log, split < note.endIndex { log.append(note[note.index(after: split)...]) }
+    }
+
+    func handle(_ request: ServerRequest, on connection: ServerConnection) {
+        let id = ObjectIdentifier(connection)
+        var state = connectionState[id] ?? ConnectionState()
+        state.requests += 1
+        defer { connectionState[id] = state }
+        let isManagement = managementConnections.contains(id)
+
+        if configuration.resetAfter > 0 && state.requests >= configuration.resetAfter && !isManagement {
+            counters.withLock { $0.connectionsDropped += 1 }
+            connection.drop()
+            return
+        }
+        do throws(RequestRules.Refusal) {
+            let route = try RequestRules.route(method: request.method, path: request.path, managementPort: isManagement)
+            try RequestRules.checkDuplicates(request.headers)
+            try authenticate(request, state: &state)
+            switch route {
+            case let .devicePush(token):
+                let notification = try RequestRules.checkDevicePush(headers: request.headers, body: request.body, bundles: configuration.bundles)
+                if configuration.unregisteredTokens.contains(token) {
+                    throw RequestRules.Refusal(reason: .unregistered)
+                }
+                try injectFault()
+                accept(request, on: connection, state: &state, key: token, apnsID: notification.apnsID?.text)
+            case let .broadcast(bundle):
+                let (channel, expiration) = try RequestRules.checkBroadcast(headers: request.headers, body: request.body,
+                                                                           bundle: bundle, bundles: configuration.bundles)
+                guard let policy = channels[bundle]?[channel] else { throw RequestRules.Refusal(reason: .channelNotRegistered) }
+                if policy == 0 && expiration != 0 {
+                    throw RequestRules.Refusal(reason: .badExpirationDate, detail: "a No-Message-Stored channel takes apns-expiration 0")
+                }
+                try injectFault()
+                accept(request, on: connection, state: &state, key: channel, apnsID: nil)
+            case let .channels(bundle):
+                counters.withLock { $0.channelRequests += 1 }
+                try manageChannel(request, bundle: bundle, on: connection)
+            case let .allChannels(bundle):
+                counters.withLock { $0.channelRequests += 1 }
+                var writer = JSONWriter()
+                writer.beginObject(); writer.key("channels"); writer.beginArray()
+                for channel in (channels[bundle] ?? [:]).keys.sorted() { writer.string(channel) }
+                writer.endArray(); writer.endObject()
+                respond(connection, request, ServerResponse(status: 200, headers: requestIDHeader(request), body: writer.bytes))
+            }
+        } catch {
+            refuse(request, on: connection, error)
+        }
+        if configuration.goAwayAfter > 0 && state.requests == configuration.goAwayAfter && !isManagement {
+            counters.withLock { $0.goAwaysSent += 1 }
+            connection.goAway(lastStreamID: request.streamID, reason: nil)
+        }
+    }
+
+    // MARK: Parts
+
+    /// APNs' provider-token rules: a valid ES256 JWT of a trusted key, one team per connection, one
+    /// key per connection, and no switch to a new token within 20 minutes of the current one.
+    private func authenticate(_ request: ServerRequest, state: inout ConnectionState) throws(RequestRules.Refusal) {
+        let authorization = request.header("authorization")
+        let verified: VerifiedProviderToken
+        do {
+            verified = try verifier.verify(authorization: authorization)
+        } catch {
+            throw RequestRules.Refusal(reason: Reason(error.apnsReason), detail: error.description)
+        }
+        let jwt = authorization ?? ""
+        let now = SystemClock.seconds()
+        if let team = state.teamID, team != verified.teamID {
+            throw RequestRules.Refusal(reason: .invalidProviderToken, detail: "this connection belongs to team \(team)")
+        }
+        if let key = state.keyID, key != verified.keyID {
+            throw RequestRules.Refusal(reason: .unrelatedKeyIdInToken)
+        }
+        if let current = state.jwt, current != jwt {
+            guard now - state.jwtSince >= 20 * 60 else { throw RequestRules.Refusal(reason: .tooManyProviderTokenUpdates) }
+        }
+        if state.jwt != jwt { state.jwt = jwt; state.jwtSince = now }
+        state.teamID = verified.teamID
+        state.keyID = verified.keyID
+    }
+
+    private func injectFault() throws(RequestRules.Refusal) {
+        for fault in configuration.faults where fault.fraction > 0 {
+            if nextRandom() < fault.fraction { throw RequestRules.Refusal(reason: Reason(fault.reason), detail: "injected") }
+        }
+    }
+
+    private func accept(_ request: ServerRequest, on connection: ServerConnection, state: inout ConnectionState, key: String, apnsID: String?) {
+        state.acceptedPushes += 1
+        if state.acceptedPushes == 1 && configuration.oneStreamUntilFirstPush {
+            connection.setMaximumStreams(configuration.maximumStreams)
+        }
+        var headers = [(name: HeaderName.apnsID, value: apnsID ?? APNsID.random(using: &uuids).text)]
+        if let requestID = request.header(HeaderName.requestID) { headers.append((HeaderName.requestID, requestID)) }
+        if configuration.sendsUniqueID { headers.append((HeaderName.uniqueID, APNsID.random(using: &uuids).text)) }
+        let line = log == nil ? "" : "\n" + PushLog.line(for: request)
+        respond(connection, request, ServerResponse(status: 200, headers: headers, note: key + line))
+    }
+
+    private func manageChannel(_ request: ServerRequest, bundle: String, on connection: ServerConnection) throws(RequestRules.Refusal) {
+        if !configuration.bundles.isEmpty && !configuration.bundles.contains(bundle) {
+            throw RequestRules.Refusal(reason: .topicMismatch, detail: bundle)
+        }
+        switch request.method {
+        case "POST":
+            let policy = try RequestRules.checkChannelCreate(body: request.body)
+            guard (channels[bundle]?.count ?? 0) < 10_000 else { throw RequestRules.Refusal(reason: .cannotCreateChannelConfig) }
+            // 18 random bytes: 24 base64 characters, as APNs' IDs were observed (standard alphabet).
+            let id = String(Base64URL.encode(RandomSource.shared.bytes(18)).map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 })
+            channels[bundle, default: [:]][id] = policy
+            respond(connection, request, ServerResponse(status: 201, headers: [(HeaderName.channelID, id)] + requestIDHeader(request)))
+        case "GET":
+            let id = try channelID(of: request)
+            guard let policy = channels[bundle]?[id] else { throw RequestRules.Refusal(reason: .channelNotRegistered) }
+            let body = Array("{\"message-storage-policy\":\(policy),\"push-type\":\"LiveActivity\"}".utf8)
+            respond(connection, request, ServerResponse(status: 200, headers: [(HeaderName.channelID, id)] + requestIDHeader(request), body: body))
+        default:  // DELETE
+            let id = try channelID(of: request)
+            guard channels[bundle]?.removeValue(forKey: id) != nil else { throw RequestRules.Refusal(reason: .badPath, detail: "no such channel") }
+            respond(connection, request, ServerResponse(status: 204, headers: requestIDHeader(request)))
+        }
+    }
+
+    private func channelID(of request: ServerRequest) throws(RequestRules.Refusal) -> String {
+        guard let id = request.header(HeaderName.channelID), !id.isEmpty else { throw RequestRules.Refusal(reason: .missingChannelId) }
+        do { _ = try ChannelID(id) } catch { throw RequestRules.Refusal(reason: .badChannelId) }
+        return id
+    }
+
+    private func requestIDHeader(_ request: ServerRequest) -> [(name: String, value: String)] {
+        [(HeaderName.requestID, request.header(HeaderName.requestID) ?? APNsID.random(using: &uuids).text)]
+    }
+
+    private func refuse(_ request: ServerRequest, on connection: ServerConnection, _ refusal: RequestRules.Refusal) {
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("reason"); writer.string(refusal.reason.name)
+        if refusal.reason == .unregistered {
+            // Milliseconds, as APNs sends it: the moment the token stopped being valid.
+            writer.key("timestamp"); writer.int(SystemClock.seconds() * 1000)
+        }
+        writer.endObject()
+        counters.withLock { $0.rejected[refusal.reason.name, default: 0] += 1 }
+        var headers: [(name: String, value: String)] = [("content-type", "application/json")]
+        if let apnsID = request.header(HeaderName.apnsID) { headers.append((HeaderName.apnsID, apnsID)) }
+        respond(connection, request, ServerResponse(status: refusal.reason.status, headers: headers, body: writer.bytes))
+    }
+
+    private func respond(_ connection: ServerConnection, _ request: ServerRequest, _ response: ServerResponse) {
+        connection.respond(streamID: request.streamID, response, delay: configuration.latency)
+    }
+
+    private func nextRandom() -> Double {
+        random ^= random >> 12
+        random ^= random << 25
+        random ^= random >> 27
+        return Double((random &* 2685821657736338717) >> 11) / Double(UInt64(1) << 53)
+    }
+}

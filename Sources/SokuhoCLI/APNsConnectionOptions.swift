@@ -1,0 +1,88 @@
+import APNs
+import Crypto
+import HTTP2
+
+/// The options every command that talks to APNs shares: credentials and endpoint. One declaration,
+/// so `send`, `channels` and `bench` spell them identically.
+enum APNsConnectionOptions {
+    static let credentials: [OptionSpec] = [
+        OptionSpec("--team-id", value: "ID", help: "your 10-character Apple Team ID", environment: "SOKUHO_TEAM_ID"),
+        OptionSpec("--key-id", value: "ID", help: "the 10-character ID of your APNs auth key", environment: "SOKUHO_KEY_ID"),
+        OptionSpec("--key", value: "FILE.p8", help: "the APNs auth key (.p8) downloaded from Apple", environment: "SOKUHO_KEY"),
+    ]
+
+    static let endpoint: [OptionSpec] = [
+        OptionSpec("--environment", value: "ENV", help: "sandbox (default) or production", environment: "SOKUHO_ENVIRONMENT"),
+        OptionSpec("--host", value: "HOST:PORT", help: "push host instead of Apple's (e.g. the simulator's)", environment: "SOKUHO_HOST"),
+        OptionSpec("--manage-host", value: "HOST:PORT", help: "channel-management host instead of Apple's", environment: "SOKUHO_MANAGE_HOST"),
+        OptionSpec("--ca-file", value: "PEM", help: "trust this CA instead of the system bundle (the simulator's ca.pem)", environment: "SOKUHO_CA_FILE"),
+    ]
+
+    static let topic = OptionSpec("--topic", value: "BUNDLE_ID", help: "your app's bundle ID; push-type suffixes are added for you",
+                                  environment: "SOKUHO_TOPIC")
+
+    static var all: [OptionSpec] { credentials + [topic] + endpoint }
+
+    /// Provider tokens from `--team-id`, `--key-id`, `--key`.
+    static func providerTokens(_ invocation: Invocation) throws(CLIError) -> ProviderTokenSource {
+        let teamID = try invocation.required("--team-id")
+        let keyID = try invocation.required("--key-id")
+        let path = try invocation.required("--key")
+        do {
+            let key = try SigningKey(contentsOf: path)
+            return ProviderTokenSource(signer: try ProviderTokenSigner(key: key, keyID: keyID, teamID: teamID))
+        } catch {
+            if case .keyFileMissing = error { throw CLIError(.noInput, error.description) }
+            throw CLIError(.dataError, error.description)
+        }
+    }
+
+    static func environment(_ invocation: Invocation) throws(CLIError) -> APNs.Environment {
+        guard let name = invocation.string("--environment") else { return .sandbox }
+        do { return try APNs.Environment(name: name) } catch { throw .data("--environment: \(error.message)") }
+    }
+
+    /// `--host` (or Apple's push host for the environment) as host and port.
+    static func pushEndpoint(_ invocation: Invocation) throws(CLIError) -> (host: String, port: Int) {
+        if let text = invocation.string("--host") { return try hostPort(text, option: "--host") }
+        let endpoint = try environment(invocation).devicePush
+        return (endpoint.host, endpoint.port)
+    }
+
+    /// `--manage-host` (or Apple's channel-management host for the environment).
+    static func manageEndpoint(_ invocation: Invocation) throws(CLIError) -> (host: String, port: Int) {
+        if let text = invocation.string("--manage-host") { return try hostPort(text, option: "--manage-host") }
+        let endpoint = try environment(invocation).channelManagement
+        return (endpoint.host, endpoint.port)
+    }
+
+    static func tls(_ invocation: Invocation) throws(CLIError) -> TLSConfiguration {
+        let caFile = invocation.string("--ca-file")
+        do { return try TLSConfiguration.client(caFile: caFile) } catch {
+            throw CLIError(caFile != nil ? .noInput : .config, error.description)
+        }
+    }
+
+    static func bundle(_ invocation: Invocation) throws(CLIError) -> BundleID {
+        let text = try invocation.required("--topic")
+        do { return try BundleID(text) } catch { throw .data("--topic: \(error.message)") }
+    }
+
+    /// "host:port", "[v6]:port"; the message names the option.
+    static func hostPort(_ text: String, option: String) throws(CLIError) -> (host: String, port: Int) {
+        var host = Substring(text)
+        var portText: Substring?
+        if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
+            let rest = host[host.index(after: close)...]
+            host = host[host.index(after: host.startIndex)..<close]
+            if rest.hasPrefix(":") { portText = rest.dropFirst() }
+        } else if let colon = host.lastIndex(of: ":"), host.firstIndex(of: ":") == colon {
+            portText = host[host.index(after: colon)...]
+            host = host[..<colon]
+        }
+        guard !host.isEmpty, let portText, let port = Int(portText), (1...65535).contains(port) else {
+            throw .data("\(option) must be HOST:PORT (e.g. 127.0.0.1:8443 or [::1]:8443), not '\(text)'")
+        }
+        return (String(host), port)
+    }
+}

@@ -1,0 +1,210 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import APNs
+import Crypto
+import HTTP2
+import JSONCore
+
+/// `sokuho send`: one push to a device token or a broadcast channel, with Live Activity shortcuts
+/// so nobody hand-writes `aps`. Everything is validated before a connection is opened.
+enum SendCommand {
+    static let spec = CommandSpec(
+        "send",
+        summary: "send one push to a device token or a broadcast channel",
+        usage: "(--token HEX | --channel ID) (--payload FILE|- | --event start|update|end …) [options]",
+        options: APNsConnectionOptions.all + [
+            OptionSpec("--token", value: "HEX", help: "device token (push-to-start token for --event start, the activity's update token otherwise)"),
+            OptionSpec("--channel", value: "ID", help: "broadcast channel ID (update and end only)"),
+            OptionSpec("--payload", value: "FILE|-", help: "the JSON body, from a file or standard input"),
+            OptionSpec("--push-type", value: "T", help: "alert, background, liveactivity, voip, … (default: liveactivity with --event or --channel, else alert)"),
+            OptionSpec("--priority", value: "P", help: "10, 5 or 1 (default: 10 for start/end and alerting updates, 5 for quiet updates)"),
+            OptionSpec("--expiration", value: "E", help: "epoch seconds until which APNs may store it; 0: one attempt (broadcast default 0)"),
+            OptionSpec("--collapse-id", value: "C", help: "apns-collapse-id (at most 64 bytes)"),
+            OptionSpec("--apns-id", value: "UUID", help: "apns-id (lowercase UUID; default: a new one)"),
+            OptionSpec("--event", value: "E", help: "build a Live Activity payload: start, update or end"),
+            OptionSpec("--attributes-type", value: "T", help: "start: the ActivityAttributes type name"),
+            OptionSpec("--attributes", value: "FILE", help: "start: the static attributes (a JSON object, embedded as is)"),
+            OptionSpec("--content-state", value: "FILE", help: "the ContentState (a JSON object, embedded as is)"),
+            OptionSpec("--alert-title", value: "TEXT", help: "alert title (required for start)"),
+            OptionSpec("--alert-body", value: "TEXT", help: "alert body (required for start)"),
+            OptionSpec("--sound", value: "NAME", help: "alert sound, e.g. default"),
+            OptionSpec("--stale-date", value: "EPOCH", help: "start/update: when the content goes stale"),
+            OptionSpec("--dismissal-date", value: "EPOCH", help: "end: when the ended activity leaves the Lock Screen"),
+            OptionSpec("--relevance-score", value: "N", help: "start/update: ordering among activities"),
+            OptionSpec("--input-push-channel", value: "ID", help: "start: subscribe the new activity to this broadcast channel (iOS 18+)"),
+            OptionSpec("--input-push-token", help: "start: ask for an update token (iOS 18+)"),
+            OptionSpec("--timestamp", value: "EPOCH", help: "aps.timestamp (default: now)"),
+            OptionSpec("--timeout", value: "SECONDS", help: "give up after this long (default 30)"),
+            OptionSpec("--json", help: "print {\"status\":200,\"apnsId\":…,\"apnsUniqueId\":…,\"reason\":null}"),
+        ],
+        details: """
+        exit codes: 0 APNs answered 200 · 1 APNs refused (the reason is printed) · 64 usage ·
+                    65 invalid payload or option value (nothing was sent) · 66 a file is missing ·
+                    69 the server could not be reached or TLS failed
+        """,
+        run: run)
+
+    /// A push ready to go: method, path, headers and body.
+    struct PreparedPush {
+        var path: String
+        var headers: [HeaderField]
+        var body: [UInt8]
+    }
+
+    static func run(_ invocation: Invocation) throws(CLIError) -> ExitCode {
+        let push = try prepare(invocation)
+        let tokens = try APNsConnectionOptions.providerTokens(invocation)
+        let (host, port) = try APNsConnectionOptions.pushEndpoint(invocation)
+        let tls = try APNsConnectionOptions.tls(invocation)
+        let timeout = try invocation.double("--timeout", in: 0.1...3600) ?? 30
+        var lease: ProviderTokenLease?
+        let authorization: String
+        do { authorization = try tokens.token(for: &lease).authorization } catch { throw CLIError(.dataError, error.description) }
+
+        let request = ClientRequest(method: "POST", path: push.path, headers: push.headers.map { ($0.name, $0.value) }, body: push.body)
+        var options = ClientConnectionOptions(host: host, port: port, tls: tls)
+        options.connectTimeout = UInt64(timeout * 1e9)
+        let result = OneShotClient.perform([request], options: options, authorization: authorization, timeout: UInt64(timeout * 1e9))
+        switch result {
+        case let .failure(error):
+            throw CLIError(.unavailable, "\(host):\(port): \(error)")
+        case let .success(results):
+            switch results[0] {
+            case let .failed(failure):
+                throw CLIError(.unavailable, "\(host):\(port): no answer: \(failure)")
+            case let .response(status, headers, body):
+                let response = Response(status: status, headers: headers.map { HeaderField($0.name, $0.value) }, body: body)
+                report(response, invocation: invocation)
+                return (200..<300).contains(status) ? .success : .refused
+            }
+        }
+    }
+
+    static func report(_ response: Response, invocation: Invocation) {
+        if invocation.flag("--json") {
+            var writer = JSONWriter()
+            writer.beginObject()
+            writer.key("status"); writer.int(response.status)
+            writer.key("apnsId"); if let id = response.apnsID { writer.string(id) } else { writer.null() }
+            writer.key("apnsUniqueId"); if let id = response.uniqueID { writer.string(id) } else { writer.null() }
+            writer.key("reason"); if let reason = response.reason { writer.string(reason.name) } else { writer.null() }
+            if let timestamp = response.timestamp { writer.key("timestamp"); writer.int(timestamp) }
+            writer.endObject()
+            invocation.console.print(writer.string)
+        } else {
+            var line = "status \(response.status)"
+            line += "  apns-id \(response.apnsID ?? "-")"
+            line += "  apns-unique-id \(response.uniqueID ?? "-")"
+            line += "  reason \(response.reason?.name ?? "-")"
+            if let timestamp = response.timestamp { line += "  timestamp \(timestamp)" }
+            invocation.console.print(line)
+            if let reason = response.reason {
+                invocation.console.error("sokuho send: APNs refused the push: \(reason.name) (\(ResponseAction(status: response.status, reason: reason).rawValue))")
+            }
+        }
+    }
+
+    /// Validates every input and builds the request; nothing touches the network here.
+    static func prepare(_ invocation: Invocation) throws(CLIError) -> PreparedPush {
+        let token = invocation.string("--token"), channel = invocation.string("--channel")
+        guard (token == nil) != (channel == nil) else {
+            throw .usage("give exactly one of --token HEX or --channel ID; see 'sokuho send --help'")
+        }
+        let hasPayload = invocation.string("--payload") != nil, event = invocation.string("--event")
+        guard hasPayload != (event != nil) else {
+            throw .usage("give exactly one of --payload FILE|- or --event start|update|end; see 'sokuho send --help'")
+        }
+        let bundle = try APNsConnectionOptions.bundle(invocation)
+        let pushType: PushType
+        if let text = invocation.string("--push-type") {
+            pushType = try option("--push-type") { () throws(ValidationError) in try PushType(headerValue: text) }
+        } else {
+            pushType = (event != nil || channel != nil) ? .liveactivity : .alert
+        }
+        let destination: PayloadDestination = channel != nil ? .broadcast : .device(pushType)
+        let body: [UInt8]
+        var alerting = false
+        if let path = invocation.string("--payload") {
+            body = try InputFile.read(path, option: "--payload")
+            do { _ = try PayloadValidator.validate(body, for: destination) } catch { throw .data("--payload: \(error)") }
+            alerting = (try? JSONParser.parse(body))?["aps"]?["alert"] != nil
+        } else {
+            let payload = try liveActivityPayload(invocation, event: event!)
+            alerting = payload.alert != nil
+            do { body = try payload.render(for: destination) } catch { throw .data("\(error)") }
+        }
+        let priority = try priority(invocation, pushType: pushType, event: event, alerting: alerting)
+        let expiration: Expiration? = try invocation.string("--expiration").map { (text: String) throws(CLIError) in
+            return try option("--expiration") { () throws(ValidationError) in try Expiration(headerValue: text) }
+        }
+        let apnsID: APNsID = try invocation.string("--apns-id").map { (text: String) throws(CLIError) in
+            return try option("--apns-id") { () throws(ValidationError) in try APNsID(text) }
+        } ?? APNsID.random()
+
+        if let channel {
+            let channelID: ChannelID
+            channelID = try option("--channel") { () throws(ValidationError) in try ChannelID(channel) }
+            let policy: MessageStoragePolicy = (expiration.map { !$0.isImmediate } ?? false) ? .mostRecentMessageStored : .noMessageStored
+            do {
+                let request = try BroadcastRequest(bundle: bundle, channelID: channelID, storagePolicy: policy, priority: priority ?? .immediate,
+                                                   expiration: expiration, requestID: apnsID, payload: body)
+                return PreparedPush(path: request.path, headers: request.headers, body: request.payload)
+            } catch {
+                throw .data("\(error)")
+            }
+        }
+        guard let hex = token else { throw .usage("--token is required") }
+        let deviceToken: DeviceToken
+        deviceToken = try option("--token") { () throws(ValidationError) in try DeviceToken(hex: hex) }
+        let collapseID: CollapseID? = try invocation.string("--collapse-id").map { (text: String) throws(CLIError) in
+            return try option("--collapse-id") { () throws(ValidationError) in try CollapseID(text) }
+        }
+        do {
+            let notification = try Notification(pushType: pushType, bundle: bundle, priority: priority, expiration: expiration,
+                                                 collapseID: collapseID, apnsID: apnsID, payload: body)
+            return PreparedPush(path: deviceToken.path, headers: notification.headers, body: notification.payload)
+        } catch {
+            throw .data("\(error)")
+        }
+    }
+
+    /// Runs a value parser, turning its error into exit 65 with the option's name.
+    static func option<T>(_ name: String, _ parse: () throws(ValidationError) -> T) throws(CLIError) -> T {
+        do { return try parse() } catch { throw .data("\(name): \(error.message)") }
+    }
+
+    static func priority(_ invocation: Invocation, pushType: PushType, event: String?, alerting: Bool) throws(CLIError) -> Priority? {
+        if let text = invocation.string("--priority") {
+            return try option("--priority") { () throws(ValidationError) in try Priority(headerValue: text) }
+        }
+        switch pushType {
+        case .liveactivity: return (event == "update" && !alerting) ? .normal : .immediate
+        case .background: return .normal
+        default: return nil
+        }
+    }
+
+    static func liveActivityPayload(_ invocation: Invocation, event text: String) throws(CLIError) -> LiveActivityPayload {
+        guard let event = LiveActivityEvent(rawValue: text) else {
+            throw .data("--event must be start, update or end, not '\(text)'")
+        }
+        let timestamp = Int64(try invocation.int("--timestamp", in: 0...Int(Int32.max) * 4) ?? Int(time(nil)))
+        var payload = LiveActivityPayload(event: event, timestamp: timestamp)
+        payload.contentState = try invocation.string("--content-state").map { (path: String) throws(CLIError) in try InputFile.read(path, option: "--content-state") }
+        payload.attributesType = invocation.string("--attributes-type")
+        payload.attributes = try invocation.string("--attributes").map { (path: String) throws(CLIError) in try InputFile.read(path, option: "--attributes") }
+        let title = invocation.string("--alert-title"), body = invocation.string("--alert-body")
+        if title != nil || body != nil || invocation.string("--sound") != nil {
+            payload.alert = LiveActivityAlert(title: title ?? "", body: body ?? "", sound: invocation.string("--sound"))
+        }
+        payload.staleDate = try invocation.int("--stale-date", in: 0...Int(Int32.max) * 4).map(Int64.init)
+        payload.dismissalDate = try invocation.int("--dismissal-date", in: 0...Int(Int32.max) * 4).map(Int64.init)
+        payload.relevanceScore = try invocation.double("--relevance-score", in: -1e12...1e12)
+        payload.requestsUpdateToken = invocation.flag("--input-push-token")
+        if let channel = invocation.string("--input-push-channel") {
+            payload.inputPushChannel = try option("--input-push-channel") { () throws(ValidationError) in try ChannelID(channel) }
+        }
+        return payload
+    }
+}

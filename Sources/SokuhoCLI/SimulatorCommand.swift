@@ -1,0 +1,152 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Crypto
+import JSONCore
+import Simulator
+
+/// `sokuho simulator`: the APNs look-alike on loopback, for tests, the demo and benchmarks.
+enum SimulatorCommand {
+    static let spec = CommandSpec(
+        "simulator",
+        summary: "run an APNs look-alike (device push, broadcast, channel management) on loopback",
+        options: [
+            OptionSpec("--listen", value: "HOST", help: "address to listen on (default 127.0.0.1)"),
+            OptionSpec("--port", value: "N", help: "device push and broadcast port (default 0: any free port)"),
+            OptionSpec("--manage-port", value: "N", help: "channel-management port (default 0: any free port)"),
+            OptionSpec("--cert-dir", value: "DIR", help: "where the CA, server certificate and test key are read or generated (default: a new temporary directory)"),
+            OptionSpec("--team-id", value: "ID", help: "also trust provider tokens of this team (with --key-id and --key)", environment: "SOKUHO_TEAM_ID"),
+            OptionSpec("--key-id", value: "ID", help: "the key ID of --key", environment: "SOKUHO_KEY_ID"),
+            OptionSpec("--key", value: "FILE", help: "a .p8 or public-key PEM whose tokens are accepted", environment: "SOKUHO_KEY"),
+            OptionSpec("--bundle", value: "ID", help: "accept pushes only for this bundle ID (default: any)", repeatable: true),
+            OptionSpec("--latency-ms", value: "N", help: "answer every push N ms late"),
+            OptionSpec("--fail", value: "REASON=FRACTION", help: "answer REASON for that fraction of valid pushes, e.g. InternalServerError=0.01", repeatable: true),
+            OptionSpec("--goaway-after", value: "N", help: "send GOAWAY after N requests on a connection"),
+            OptionSpec("--reset-after", value: "N", help: "drop a connection without GOAWAY at its Nth request"),
+            OptionSpec("--max-streams", value: "N", help: "SETTINGS_MAX_CONCURRENT_STREAMS after the first accepted push (default 1000)"),
+            OptionSpec("--unregistered", value: "HEX", help: "answer 410 Unregistered for this token", repeatable: true),
+            OptionSpec("--log", value: "FILE", help: "append one JSON line per accepted push (path, headers without authorization, body)"),
+            OptionSpec("--duration", value: "SECONDS", help: "stop after this long (default: until SIGINT or SIGTERM)"),
+        ],
+        details: """
+        On start it prints one JSON line with what a client needs:
+          {"port":…,"managePort":…,"caFile":"…","keyFile":"…","teamId":"SOKUHOTEAM","keyId":"SIMKEY0001"}
+        e.g. sokuho send --host 127.0.0.1:PORT --ca-file CAFILE --key KEYFILE --team-id SOKUHOTEAM --key-id SIMKEY0001 …
+        On exit it prints the counters (accepted, rejected by reason) to stderr.
+        """,
+        run: run)
+
+    static func configuration(from invocation: Invocation) throws(CLIError) -> SimulatorConfiguration {
+        var configuration = SimulatorConfiguration()
+        configuration.host = invocation.string("--listen") ?? "127.0.0.1"
+        configuration.port = try invocation.int("--port", in: 0...65535) ?? 0
+        configuration.managePort = try invocation.int("--manage-port", in: 0...65535) ?? 0
+        configuration.latency = UInt64(try invocation.int("--latency-ms", in: 0...600_000) ?? 0) * 1_000_000
+        configuration.goAwayAfter = try invocation.int("--goaway-after", in: 1...Int(Int32.max)) ?? 0
+        configuration.resetAfter = try invocation.int("--reset-after", in: 1...Int(Int32.max)) ?? 0
+        configuration.maximumStreams = UInt32(try invocation.int("--max-streams", in: 1...100_000) ?? 1000)
+        configuration.bundles = Set(invocation.strings("--bundle"))
+        configuration.logPath = invocation.string("--log")
+        for text in invocation.strings("--unregistered") {
+            guard let bytes = Hex.decode(text), !bytes.isEmpty else { throw .data("--unregistered must be a hex device token, not '\(text)'") }
+            configuration.unregisteredTokens.insert(Hex.encode(bytes))
+        }
+        for text in invocation.strings("--fail") {
+            guard let equals = text.firstIndex(of: "="), let fraction = Double(text[text.index(after: equals)...]),
+                  (0...1).contains(fraction), equals != text.startIndex else {
+                throw .data("--fail must be REASON=FRACTION with a fraction from 0 to 1, e.g. InternalServerError=0.01, not '\(text)'")
+            }
+            configuration.faults.append((String(text[..<equals]), fraction))
+        }
+        return configuration
+    }
+
+    static func run(_ invocation: Invocation) throws(CLIError) -> ExitCode {
+        var configuration = try configuration(from: invocation)
+        let duration = try invocation.double("--duration", in: 0...31_536_000)
+        let directory = invocation.string("--cert-dir") ?? TemporaryDirectory.make(prefix: "sokuho-simulator")
+        let certificates: SimulatorCertificates
+        do {
+            certificates = try SimulatorCertificates.prepare(directory: directory)
+            configuration.trustedKeys = [try certificates.trustedTestKey()]
+        } catch {
+            throw CLIError(.cantCreate, error.description)
+        }
+        if let keyPath = invocation.string("--key") {
+            let teamID = try invocation.required("--team-id"), keyID = try invocation.required("--key-id")
+            do {
+                let key = try VerifyingKey(contentsOf: keyPath)
+                configuration.trustedKeys.append(ProviderTokenVerifier.TrustedKey(keyID: keyID, teamID: teamID, key: key))
+            } catch {
+                throw CLIError(.dataError, "--key: \(error)")
+            }
+        }
+        // Block SIGINT/SIGTERM before the loop thread starts, so only `SignalWait` receives them.
+        SignalWait.block()
+        let simulator: APNsSimulator
+        do {
+            simulator = try APNsSimulator(configuration: configuration, certificates: certificates)
+        } catch {
+            throw CLIError(.unavailable, error.description)
+        }
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("port"); writer.int(simulator.port)
+        writer.key("managePort"); writer.int(simulator.managePort)
+        writer.key("caFile"); writer.string(certificates.ca)
+        writer.key("keyFile"); writer.string(certificates.providerKey)
+        writer.key("teamId"); writer.string(SimulatorCertificates.teamID)
+        writer.key("keyId"); writer.string(SimulatorCertificates.keyID)
+        writer.endObject()
+        invocation.console.print(writer.string)
+
+        SignalWait.untilTerminated(orAfter: duration)
+        simulator.stop()
+        let counters = simulator.counters
+        let rejected = counters.rejected.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        invocation.console.error("simulator: accepted \(counters.accepted), rejected \(counters.rejectedTotal)\(rejected.isEmpty ? "" : " (\(rejected))"), connections \(counters.connections), channel requests \(counters.channelRequests)")
+        return .success
+    }
+}
+
+/// Blocks the calling thread until SIGINT or SIGTERM arrives (or `seconds` pass).
+/// Threads started after `block()` inherit the mask, so the signal cannot kill them first.
+enum SignalWait {
+    private static var signals: sigset_t {
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGINT)
+        sigaddset(&set, SIGTERM)
+        return set
+    }
+
+    static func block() {
+        var set = signals
+        pthread_sigmask(SIG_BLOCK, &set, nil)
+    }
+
+    static func untilTerminated(orAfter seconds: Double?) {
+        var set = signals
+        pthread_sigmask(SIG_BLOCK, &set, nil)
+        if let seconds {
+            var timeout = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9))
+            var info = siginfo_t()
+            while sigtimedwait(&set, &info, &timeout) < 0 && errno == EINTR {}
+        } else {
+            var signal: Int32 = 0
+            sigwait(&set, &signal)
+        }
+    }
+}
+
+/// A new private temporary directory.
+enum TemporaryDirectory {
+    static func make(prefix: String) -> String {
+        let base = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
+        var template = Array("\(base)/\(prefix)-XXXXXX".utf8CString)
+        return template.withUnsafeMutableBufferPointer { buffer in
+            guard let path = mkdtemp(buffer.baseAddress!) else { return "\(base)/\(prefix)" }
+            return String(cString: path)
+        }
+    }
+}
