@@ -78,5 +78,6 @@ public final class HTTP2Server: EventLoopSource, @unchecked Sendable {
             server.connections[ObjectIdentifier(connection)] = nil
             inner.connectionClosed(connection)
         }
+        func responseSent(_ response: ServerResponse, on connection: ServerConnection) { inner.responseSent(response, on: connection) }
     }
 }

@@ -18,6 +18,7 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
     private var channels: [String: [String: Int]] = [:]  // bundle → channel ID → storage policy
     private var random: UInt64
     private var uuids = RandomSource.Generator()
+    private var validations = ValidationCache()
     let counters = Mutex(SimulatorCounters())
     private let log: PushLog?
     /// Which server (device or management) each connection came in on.
@@ -79,12 +80,20 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
             try authenticate(request, state: &state)
             switch route {
             case let .devicePush(token):
-                let notification = try RequestRules.checkDevicePush(headers: request.headers, body: request.body, bundles: configuration.bundles)
+                let bundles = configuration.bundles
+                if let refusal = validations.verdict(headers: request.headers, body: request.body, compute: {
+                    do throws(RequestRules.Refusal) {
+                        _ = try RequestRules.checkDevicePush(headers: request.headers, body: request.body, bundles: bundles)
+                        return nil
+                    } catch { return error }
+                }) { throw refusal }
+                let apnsID = request.header(HeaderName.apnsID)
+                if let apnsID, (try? APNsID(apnsID)) == nil { throw RequestRules.Refusal(reason: .badMessageId) }
                 if configuration.unregisteredTokens.contains(token) {
                     throw RequestRules.Refusal(reason: .unregistered)
                 }
                 try injectFault()
-                accept(request, on: connection, state: &state, key: token, apnsID: notification.apnsID?.text)
+                accept(request, on: connection, state: &state, key: token, apnsID: apnsID)
             case let .broadcast(bundle):
                 let (channel, expiration) = try RequestRules.checkBroadcast(headers: request.headers, body: request.body,
                                                                            bundle: bundle, bundles: configuration.bundles)
