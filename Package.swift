@@ -40,6 +40,7 @@ let package = Package(
         .testTarget(name: "SokuhoCLITests", dependencies: ["SokuhoCLI"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "Crypto"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "JSONCore"]),
+        .testTarget(name: "SenderTests", dependencies: ["Sender", "Simulator", "HTTP2", "Crypto", "APNs"]),
         // Keys, JWTs and certificates checked against independent implementations (openssl, Python).
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "CMbedTLS"], exclude: ["Fixtures"]),
     ],

@@ -30,6 +30,9 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
     public let maximumStreams: UInt32
     public private(set) var requestsReceived = 0
     private var goingAway = false
+    /// Streams above this were refused by our GOAWAY: they must not be processed even if their
+    /// HEADERS arrived in the same read as the request that triggered it.
+    private var goAwayLastStreamID = Int32.max
 
     struct PartialRequest {
         var method = "", path = "", authority = ""
@@ -91,6 +94,7 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
     public func goAway(lastStreamID: Int32, errorCode: UInt32 = 0, reason: String?) {
         guard let session, !closed, !goingAway else { return }
         goingAway = true
+        goAwayLastStreamID = lastStreamID
         let debug = reason.map { Array("{\"reason\":\"\($0)\"}".utf8) } ?? []
         nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, errorCode, debug, debug.count)
     }
@@ -270,6 +274,10 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
 
     fileprivate func onRequestComplete(streamID: Int32) {
         guard let request = partial.removeValue(forKey: streamID), !dropping else { return }
+        if streamID > goAwayLastStreamID {
+            reset(streamID: streamID, errorCode: UInt32(NGHTTP2_REFUSED_STREAM.rawValue))
+            return
+        }
         requestsReceived += 1
         handler.handle(ServerRequest(streamID: streamID, method: request.method, path: request.path, authority: request.authority,
                                      headers: request.headers, body: request.body), on: self)

@@ -19,6 +19,8 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
     private var random: UInt64
     private var uuids = RandomSource.Generator()
     private var validations = ValidationCache()
+    /// Device-push and broadcast requests over all connections (the GOAWAY and drop faults count these).
+    private var pushRequests = 0
     let counters = Mutex(SimulatorCounters())
     private let log: PushLog?
     /// Which server (device or management) each connection came in on.
@@ -69,7 +71,8 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
         defer { connectionState[id] = state }
         let isManagement = managementConnections.contains(id)
 
-        if configuration.resetAfter > 0 && state.requests >= configuration.resetAfter && !isManagement {
+        if !isManagement { pushRequests += 1 }
+        if configuration.resetAfter > 0 && !isManagement && pushRequests % configuration.resetAfter == 0 {
             counters.withLock { $0.connectionsDropped += 1 }
             connection.drop()
             return
@@ -117,7 +120,7 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
         } catch {
             refuse(request, on: connection, error)
         }
-        if configuration.goAwayAfter > 0 && state.requests == configuration.goAwayAfter && !isManagement {
+        if configuration.goAwayAfter > 0 && !isManagement && pushRequests % configuration.goAwayAfter == 0 {
             counters.withLock { $0.goAwaysSent += 1 }
             connection.goAway(lastStreamID: request.streamID, reason: nil)
         }
