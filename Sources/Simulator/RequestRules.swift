@@ -21,6 +21,16 @@ enum RequestRules {
     /// The route of `path`, or BadPath. Device tokens must be hex (BadDeviceToken) and present
     /// (MissingDeviceToken).
     static func route(method: String, path: String, managementPort: Bool) throws(Refusal) -> Route {
+        // The common case first, without splitting the path: /3/device/<hex token>.
+        if !managementPort, path.utf8.starts(with: devicePrefix) {
+            guard method == "POST" else { throw Refusal(reason: .methodNotAllowed, detail: method) }
+            let token = path.utf8.dropFirst(devicePrefix.count)
+            guard !token.isEmpty else { throw Refusal(reason: .missingDeviceToken) }
+            guard token.count % 2 == 0, token.allSatisfy(isHexDigit) else { throw Refusal(reason: .badDeviceToken) }
+            let lowercase = token.allSatisfy { $0 < 65 || $0 > 70 }
+            let text = String(Substring(token))
+            return .devicePush(token: lowercase ? text : text.lowercased())
+        }
         let parts = path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
         if managementPort {
             // /1/apps/<bundle>/channels | /1/apps/<bundle>/all-channels
@@ -47,6 +57,8 @@ enum RequestRules {
         }
         throw Refusal(reason: .badPath, detail: path)
     }
+
+    private static let devicePrefix = Array("/3/device/".utf8)
 
     private static func isHexDigit(_ c: UInt8) -> Bool {
         (48...57).contains(c) || (97...102).contains(c) || (65...70).contains(c)

@@ -16,8 +16,8 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
     private let verifier: ProviderTokenVerifier
     private var connectionState: [ObjectIdentifier: ConnectionState] = [:]
     private var channels: [String: [String: Int]] = [:]  // bundle → channel ID → storage policy
-    private var random: UInt64
-    private var uuids = RandomSource.Generator()
+    /// apns-id / apns-unique-id values need to be unique, not secret: a cheap generator, seeded once.
+    private var uuids: FastRandom
     private var validations = ValidationCache()
     /// Device-push and broadcast requests over all connections (the GOAWAY and drop faults count these).
     private var pushRequests = 0
@@ -39,7 +39,7 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
         self.configuration = configuration
         self.log = log
         verifier = ProviderTokenVerifier(trusting: configuration.trustedKeys)
-        random = configuration.seed != 0 ? configuration.seed : (RandomSource.shared.next() | 1)
+        uuids = FastRandom(seed: configuration.seed != 0 ? configuration.seed : RandomSource.shared.next())
     }
 
     func connectionOpened(_ connection: ServerConnection) {
@@ -225,10 +225,19 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
         connection.respond(streamID: request.streamID, response, delay: configuration.latency)
     }
 
-    private func nextRandom() -> Double {
-        random ^= random >> 12
-        random ^= random << 25
-        random ^= random >> 27
-        return Double((random &* 2685821657736338717) >> 11) / Double(UInt64(1) << 53)
+    private func nextRandom() -> Double { uuids.unitInterval() }
+}
+
+/// xorshift64*: fast, non-cryptographic randomness for fault injection and response IDs.
+struct FastRandom: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed | 1 }
+    mutating func next() -> UInt64 {
+        state ^= state >> 12
+        state ^= state << 25
+        state ^= state >> 27
+        return state &* 2685821657736338717
     }
+    /// Uniform in [0, 1).
+    mutating func unitInterval() -> Double { Double(next() >> 11) / Double(UInt64(1) << 53) }
 }

@@ -8,6 +8,12 @@ struct ValidationCache {
     struct Key: Hashable {
         let headers: [String]
         let body: [UInt8]
+
+        /// The body is hashed as one block of bytes (Array's own hashing feeds them one by one).
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(headers)
+            body.withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
     }
 
     private var verdicts: [Key: RequestRules.Refusal?] = [:]
