@@ -30,6 +30,9 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
     public let maximumStreams: UInt32
     public private(set) var requestsReceived = 0
     private var goingAway = false
+    /// The last stream a GOAWAY promised to process: requests above it that were already read when
+    /// it was sent are not handed on, since the client treats them as never processed (RFC 9113 §6.8).
+    private var goAwayLastStreamID = Int32.max
 
     struct PartialRequest {
         var method = "", path = "", authority = ""
@@ -91,6 +94,7 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
     public func goAway(lastStreamID: Int32, errorCode: UInt32 = 0, reason: String?) {
         guard let session, !closed, !goingAway else { return }
         goingAway = true
+        goAwayLastStreamID = lastStreamID
         let debug = reason.map { Array("{\"reason\":\"\($0)\"}".utf8) } ?? []
         nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, errorCode, debug, debug.count)
     }
@@ -269,7 +273,7 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
     }
 
     fileprivate func onRequestComplete(streamID: Int32) {
-        guard let request = partial.removeValue(forKey: streamID), !dropping else { return }
+        guard let request = partial.removeValue(forKey: streamID), !dropping, streamID <= goAwayLastStreamID else { return }
         requestsReceived += 1
         handler.handle(ServerRequest(streamID: streamID, method: request.method, path: request.path, authority: request.authority,
                                      headers: request.headers, body: request.body), on: self)

@@ -26,10 +26,7 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
     struct ConnectionState {
         var requests = 0
         var acceptedPushes = 0
-        var teamID: String?
-        var keyID: String?
-        var jwt: String?
-        var jwtSince: Int64 = 0
+        var credentials = ConnectionCredentials()
     }
 
     init(configuration: SimulatorConfiguration, log: PushLog?) {
@@ -126,20 +123,7 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
         } catch {
             throw RequestRules.Refusal(reason: Reason(error.apnsReason), detail: error.description)
         }
-        let jwt = authorization ?? ""
-        let now = SystemClock.seconds()
-        if let team = state.teamID, team != verified.teamID {
-            throw RequestRules.Refusal(reason: .invalidProviderToken, detail: "this connection belongs to team \(team)")
-        }
-        if let key = state.keyID, key != verified.keyID {
-            throw RequestRules.Refusal(reason: .unrelatedKeyIdInToken)
-        }
-        if let current = state.jwt, current != jwt {
-            guard now - state.jwtSince >= 20 * 60 else { throw RequestRules.Refusal(reason: .tooManyProviderTokenUpdates) }
-        }
-        if state.jwt != jwt { state.jwt = jwt; state.jwtSince = now }
-        state.teamID = verified.teamID
-        state.keyID = verified.keyID
+        try state.credentials.admit(verified, jwt: authorization ?? "", now: SystemClock.seconds())
     }
 
     private func injectFault() throws(RequestRules.Refusal) {
