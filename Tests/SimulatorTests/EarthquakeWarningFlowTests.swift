@@ -30,7 +30,7 @@ import Testing
 
             let update = sim.run(["send", "--channel", channel, "--event", "update", "--content-state", arrived])
             #expect(update.code == .success, "\(update)")
-            #expect(update.out.hasPrefix("status 200  apns-id "), "\(update)")
+            #expect(update.out.hasPrefix("status 200  apns-request-id "), "\(update)")
             let end = sim.run(["send", "--channel", channel, "--event", "end", "--content-state", over,
                                "--dismissal-date", String(SystemClock.seconds() + 600)])
             #expect(end.code == .success, "\(end)")
