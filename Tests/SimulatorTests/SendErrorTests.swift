@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Crypto
 import JSONCore
 import Simulator
@@ -103,6 +106,37 @@ import Testing
         let run = sokuho(update + options)
         #expect(run.code == .unavailable, "\(run)")
         #expect(run.err.contains("127.0.0.1"), "\(run)")
+    }
+
+    /// A server that accepts TCP but never completes TLS: `--timeout` ends the wait with 69.
+    @Test func aServerThatNeverAnswersTimesOutWith69() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        try withUnsafeMutablePointer(to: &address) { pointer in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+                try #require(bind(listener, raw, length) == 0 && listen(listener, 4) == 0 && getsockname(listener, raw, &length) == 0)
+            }
+        }
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let run = sokuho(update + ["--timeout", "0.3", "--host", "127.0.0.1:\(port)", "--ca-file", sharedCertificates.ca,
+                                   "--key", sharedCertificates.providerKey, "--team-id", SimulatorCertificates.teamID,
+                                   "--key-id", SimulatorCertificates.keyID, "--topic", testBundle])
+        #expect(run.code == .unavailable, "\(run)")
+        #expect(run.err.contains("timed out"), "\(run)")
+    }
+
+    /// The simulator holds its answer longer than `--timeout`: the push was sent, its outcome is
+    /// unknown, and the message says so.
+    @Test func anAnswerLaterThanTheTimeoutIs69() throws {
+        try withSimulator({ $0.latency = 3_000_000_000 }) { sim in
+            let run = sim.run(update + ["--timeout", "0.3"])
+            #expect(run.code == .unavailable, "\(run)")
+            #expect(run.err.contains("deadline passed after sending"), "\(run)")
+        }
     }
 
     @Test func aCertificateFromAnotherCAIs69() throws {
