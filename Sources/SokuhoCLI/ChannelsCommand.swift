@@ -71,7 +71,11 @@ enum ChannelsCommand {
             if invocation.flag("--json") {
                 SendCommand.report(response, invocation: invocation)
             } else {
-                invocation.console.error("\(invocation.commandPath): APNs refused: \(status) \(response.reason?.name ?? "-")")
+                var message = "\(invocation.commandPath): APNs refused: \(RefusalMessage.text(response))"
+                if case .delete = operation, response.reason == .badPath {
+                    message = "\(invocation.commandPath): APNs refused: 404 BadPath: no such channel (already deleted?); see 'sokuho channels list'"
+                }
+                invocation.console.error(message)
             }
             return .refused
         }

@@ -104,8 +104,8 @@ enum SendCommand {
             line += "  reason \(response.reason?.name ?? "-")"
             if let timestamp = response.timestamp { line += "  timestamp \(timestamp)" }
             invocation.console.print(line)
-            if let reason = response.reason {
-                invocation.console.error("sokuho send: APNs refused the push: \(reason.name) (\(ResponseAction(status: response.status, reason: reason).rawValue))")
+            if !(200..<300).contains(response.status) {
+                invocation.console.error("sokuho send: APNs refused the push: \(RefusalMessage.text(response))")
             }
         }
     }
