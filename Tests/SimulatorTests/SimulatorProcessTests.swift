@@ -5,7 +5,7 @@ import JSONCore
 import Testing
 
 /// The built `sokuho simulator` binary as a user runs it: the start line, then a clean end with its
-/// summary on SIGTERM.
+/// summary on SIGTERM (a service manager) or SIGINT (Ctrl-C).
 @Suite struct SimulatorProcessTests {
     /// `.build/debug/sokuho` of this package (built by `swift build --build-tests`).
     static var binary: String {
@@ -14,7 +14,8 @@ import Testing
         return parts.joined(separator: "/") + "/.build/debug/sokuho"
     }
 
-    @Test func endsCleanlyOnSIGTERMWithItsSummary() throws {
+    @Test(arguments: [SIGTERM, SIGINT])
+    func endsCleanlyOnASignalWithItsSummary(signal: Int32) throws {
         try #require(access(Self.binary, X_OK) == 0, "build the binary first: swift build (\(Self.binary))")
         let certDir = temporaryDirectory("sokuho-proc") + "/certs"
         let child = ChildProcess(Self.binary, ["simulator", "--cert-dir", certDir, "--duration", "60"])
@@ -40,7 +41,7 @@ import Testing
                            "--team-id", "SOKUHOTEAM", "--key-id", "SIMKEY0001", "--topic", testBundle])
         #expect(push.code == .success, "\(push)")
 
-        #expect(kill(child.pid, SIGTERM) == 0)
+        #expect(kill(child.pid, signal) == 0)
         #expect(child.wait() == 0)
         #expect(child.stderr.contains("simulator: accepted 1, rejected 0"), "stderr: \(child.stderr)")
     }
