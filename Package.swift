@@ -42,6 +42,7 @@ let package = Package(
         // End to end: the simulator on loopback, driven by the CLI in-process, raw HTTP/2 and curl.
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "SokuhoCLI", "APNs", "Crypto", "HTTP2", "JSONCore"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "JSONCore"]),
+        .testTarget(name: "SenderTests", dependencies: ["Sender", "Simulator", "HTTP2", "Crypto", "APNs"]),
         // Keys, JWTs and certificates checked against independent implementations (openssl, Python).
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "CMbedTLS"], exclude: ["Fixtures"]),
     ],

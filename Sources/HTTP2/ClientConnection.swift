@@ -513,7 +513,8 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
             var status = 0
             for digit in value { status = status * 10 + Int(digit &- 48) }
             slots[index].status = status
-        } else {
+        } else if name.count > 5, name[0] == UInt8(ascii: "a"), name.starts(with: "apns-".utf8) {
+            // Only APNs' own headers matter to a sender (ids, channel id); skip date, server, etc.
             slots[index].responseHeaders.append(contentsOf: name)
             slots[index].responseHeaders.append(0)
             slots[index].responseHeaders.append(contentsOf: value)

@@ -78,8 +78,6 @@ public final class HTTP2Server: EventLoopSource, @unchecked Sendable {
             server.connections[ObjectIdentifier(connection)] = nil
             inner.connectionClosed(connection)
         }
-        // Without this the protocol's empty default would swallow the call: the simulator counts and
-        // logs accepted pushes here.
         func responseSent(_ response: ServerResponse, on connection: ServerConnection) { inner.responseSent(response, on: connection) }
     }
 }

@@ -30,8 +30,8 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
     public let maximumStreams: UInt32
     public private(set) var requestsReceived = 0
     private var goingAway = false
-    /// The last stream a GOAWAY promised to process: requests above it that were already read when
-    /// it was sent are not handed on, since the client treats them as never processed (RFC 9113 §6.8).
+    /// Streams above this were refused by our GOAWAY: they must not be processed even if their
+    /// HEADERS arrived in the same read as the request that triggered it.
     private var goAwayLastStreamID = Int32.max
 
     struct PartialRequest {
@@ -273,7 +273,11 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
     }
 
     fileprivate func onRequestComplete(streamID: Int32) {
-        guard let request = partial.removeValue(forKey: streamID), !dropping, streamID <= goAwayLastStreamID else { return }
+        guard let request = partial.removeValue(forKey: streamID), !dropping else { return }
+        if streamID > goAwayLastStreamID {
+            reset(streamID: streamID, errorCode: UInt32(NGHTTP2_REFUSED_STREAM.rawValue))
+            return
+        }
         requestsReceived += 1
         handler.handle(ServerRequest(streamID: streamID, method: request.method, path: request.path, authority: request.authority,
                                      headers: request.headers, body: request.body), on: self)

@@ -34,6 +34,15 @@ public struct DeviceTokenBytes: Sendable, Equatable {
         count = UInt8(utf8.count / 2)
     }
 
+    /// Writes `value` big-endian over bytes `offset..<offset+8` (which must lie inside the token):
+    /// a cheap way to derive many distinct tokens from one template.
+    public mutating func overwrite(at offset: Int, bigEndian value: UInt64) {
+        precondition(offset >= 0 && offset + 8 <= Int(count), "overwrite outside the token")
+        withUnsafeMutableBytes(of: &storage) { raw in
+            for index in 0..<8 { raw[offset + index] = UInt8(truncatingIfNeeded: value >> (56 - 8 * UInt64(index))) }
+        }
+    }
+
     /// Calls `body` with the raw bytes.
     public func withBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
         withUnsafeBytes(of: storage) { body(UnsafeRawBufferPointer(rebasing: $0[0..<Int(count)])) }

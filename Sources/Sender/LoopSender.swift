@@ -58,6 +58,7 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         for _ in 0..<connections {
             var options = ClientConnectionOptions(host: configuration.host, port: configuration.port, tls: configuration.tls)
             options.maximumStreams = configuration.streamsPerConnection
+            options.serverName = configuration.serverName
             let connection = ClientConnection(loop: loop, options: options)
             slots.append(PooledConnection(connection))
         }

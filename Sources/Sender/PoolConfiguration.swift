@@ -7,6 +7,8 @@ public struct PoolConfiguration: Sendable {
     public var host: String
     public var port: Int
     public var tls: TLSConfiguration
+    /// The TLS name to verify when it is not `host` (e.g. connecting by address).
+    public var serverName: String?
     /// Connections in all (spread over the loop threads), opened lazily, kept open.
     public var connections = 4
     /// Event-loop threads; each owns its share of the connections.

@@ -15,10 +15,12 @@ public struct SimulatorConfiguration: Sendable {
     public var latency: UInt64 = 0
     /// Reasons answered for a random fraction of otherwise valid pushes, e.g. ("InternalServerError", 0.01).
     public var faults: [(reason: String, fraction: Double)] = []
-    /// After this many requests on one connection, send GOAWAY naming the last one (0: never).
+    /// Every this many device-push requests (counted over all connections), send GOAWAY naming that
+    /// request's stream on its connection (0: never).
     public var goAwayAfter = 0
-    /// After this many requests on one connection, drop it without GOAWAY: answers already sent are
-    /// kept, everything after is never answered (0: never).
+    /// Every this many device-push requests (counted over all connections), drop that request's
+    /// connection without GOAWAY: answers already sent are kept, that request and everything after
+    /// it on the connection are never answered (0: never).
     public var resetAfter = 0
     /// SETTINGS_MAX_CONCURRENT_STREAMS once a connection's first push was accepted.
     public var maximumStreams: UInt32 = 1000

@@ -18,6 +18,9 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
     private var channels: [String: [String: Int]] = [:]  // bundle → channel ID → storage policy
     private var random: UInt64
     private var uuids = RandomSource.Generator()
+    private var validations = ValidationCache()
+    /// Device-push and broadcast requests over all connections (the GOAWAY and drop faults count these).
+    private var pushRequests = 0
     let counters = Mutex(SimulatorCounters())
     private let log: PushLog?
     /// Which server (device or management) each connection came in on.
@@ -65,7 +68,8 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
         defer { connectionState[id] = state }
         let isManagement = managementConnections.contains(id)
 
-        if configuration.resetAfter > 0 && state.requests >= configuration.resetAfter && !isManagement {
+        if !isManagement { pushRequests += 1 }
+        if configuration.resetAfter > 0 && !isManagement && pushRequests % configuration.resetAfter == 0 {
             counters.withLock { $0.connectionsDropped += 1 }
             connection.drop()
             return
@@ -76,12 +80,20 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
             try authenticate(request, state: &state)
             switch route {
             case let .devicePush(token):
-                let notification = try RequestRules.checkDevicePush(headers: request.headers, body: request.body, bundles: configuration.bundles)
+                let bundles = configuration.bundles
+                if let refusal = validations.verdict(headers: request.headers, body: request.body, compute: {
+                    do throws(RequestRules.Refusal) {
+                        _ = try RequestRules.checkDevicePush(headers: request.headers, body: request.body, bundles: bundles)
+                        return nil
+                    } catch { return error }
+                }) { throw refusal }
+                let apnsID = request.header(HeaderName.apnsID)
+                if let apnsID, (try? APNsID(apnsID)) == nil { throw RequestRules.Refusal(reason: .badMessageId) }
                 if configuration.unregisteredTokens.contains(token) {
                     throw RequestRules.Refusal(reason: .unregistered)
                 }
                 try injectFault()
-                var identity = [(name: HeaderName.apnsID, value: notification.apnsID?.text ?? APNsID.random(using: &uuids).text)]
+                var identity = [(name: HeaderName.apnsID, value: apnsID ?? APNsID.random(using: &uuids).text)]
                 if let requestID = request.header(HeaderName.requestID) { identity.append((HeaderName.requestID, requestID)) }
                 accept(request, on: connection, state: &state, key: token, identity: identity)
             case let .broadcast(bundle):
@@ -108,7 +120,7 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
         } catch {
             refuse(request, on: connection, error, withRequestID: isManagement || request.path.hasPrefix("/4/"))
         }
-        if configuration.goAwayAfter > 0 && state.requests == configuration.goAwayAfter && !isManagement {
+        if configuration.goAwayAfter > 0 && !isManagement && pushRequests % configuration.goAwayAfter == 0 {
             counters.withLock { $0.goAwaysSent += 1 }
             connection.goAway(lastStreamID: request.streamID, reason: nil)
         }

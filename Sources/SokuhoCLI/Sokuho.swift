@@ -13,6 +13,7 @@ public enum Sokuho {
             SendCommand.spec,
             ChannelsCommand.spec,
             SimulatorCommand.spec,
+            BenchCommand.spec,
             VersionCommand.spec,
         ])
 

@@ -27,7 +27,7 @@ final class EchoHandler: HTTP2RequestHandler, @unchecked Sendable {
             connection.abort()
         default:
             connection.respond(streamID: request.streamID, ServerResponse(
-                status: 200, headers: [("apns-id", "echo-\(request.streamID)"), ("x-auth", request.header("authorization") ?? "")],
+                status: 200, headers: [("apns-id", "echo-\(request.streamID)"), ("apns-auth-echo", request.header("authorization") ?? "")],
                 body: request.body))
         }
     }
@@ -66,7 +66,7 @@ final class EchoHandler: HTTP2RequestHandler, @unchecked Sendable {
                 guard case let .response(status, headers, body) = result else { Issue.record("request \(i): \(result)"); continue }
                 #expect(status == 200)
                 #expect(String(decoding: body, as: UTF8.self) == "body-\(i)")
-                #expect(headers.contains { $0.name == "x-auth" && $0.value == "bearer abc" })
+                #expect(headers.contains { $0.name == "apns-auth-echo" && $0.value == "bearer abc" })
             }
             #expect(handler.seen.withLock { $0.count } == 20)
         }

@@ -1,0 +1,188 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import APNs
+import Crypto
+import HTTP2
+import JSONCore
+import Sender
+
+/// `sokuho bench`: fans out N realistic push-to-start pushes to N distinct tokens through the
+/// connection pool, against the simulator (a child process, so the numbers are the sender's alone)
+/// or an external HTTP/2 server, and reports throughput, CPU per push, latency, memory, outcomes.
+enum BenchCommand {
+    static let spec = CommandSpec(
+        "bench",
+        summary: "measure fan-out: N push-to-start pushes to N distinct tokens through the connection pool",
+        options: [
+            OptionSpec("--pushes", value: "N", help: "pushes to send (default 100000)"),
+            OptionSpec("--connections", value: "N", help: "HTTP/2 connections (default 4)"),
+            OptionSpec("--streams", value: "N", help: "cap on concurrent streams per connection (default 1000)"),
+            OptionSpec("--threads", value: "N", help: "event-loop threads (default: one per core, at most the connections)"),
+            OptionSpec("--latency-ms", value: "N", help: "built-in simulator only: answer every push N ms late"),
+            OptionSpec("--target", value: "https://HOST:PORT", help: "an external HTTP/2 server instead of the built-in simulator"),
+            OptionSpec("--ca-file", value: "PEM", help: "with --target: the CA of its certificate"),
+            OptionSpec("--server-name", value: "NAME", help: "with --target: the TLS name to verify (default: the host)"),
+        ] + APNsConnectionOptions.credentials + [
+            OptionSpec("--topic", value: "BUNDLE_ID", help: "bundle ID of the pushes (default com.example.eew)"),
+            OptionSpec("--json", help: "print {\"pushes\":…,\"seconds\":…,\"pushesPerSecond\":…,\"cpuSecondsPer100k\":…,\"p50Ms\":…,\"p99Ms\":…,\"peakRssMB\":…,\"outcomes\":{…}}"),
+        ],
+        details: """
+        Without --target, Sokuho starts its own simulator as a child process ('sokuho simulator') with
+        its test key, so CPU and memory figures are the sender's only. With --target, provider tokens are
+        sent only when --key, --key-id and --team-id are given.
+        """,
+        run: run)
+
+    struct Result {
+        var pushes: Int
+        var seconds: Double
+        var cpuSeconds: Double
+        var peakRSSMB: Double
+        var p50: Double
+        var p99: Double
+        var counters: SenderCounters
+    }
+
+    static func run(_ invocation: Invocation) throws(CLIError) -> ExitCode {
+        let pushes = try invocation.int("--pushes", in: 1...100_000_000) ?? 100_000
+        let connections = try invocation.int("--connections", in: 1...256) ?? 4
+        let streams = try invocation.int("--streams", in: 1...100_000) ?? 1000
+        let latency = try invocation.int("--latency-ms", in: 0...600_000) ?? 0
+        let bundle = invocation.string("--topic") ?? BenchPayload.bundle
+
+        var child: ChildSimulator?
+        defer { child?.stop() }
+        var configuration: PoolConfiguration
+        if let target = invocation.string("--target") {
+            guard invocation.string("--latency-ms") == nil else { throw .usage("--latency-ms applies to the built-in simulator only, not to --target") }
+            guard target.hasPrefix("https://") else { throw .data("--target must look like https://HOST:PORT, not '\(target)'") }
+            let (host, port) = try APNsConnectionOptions.hostPort(String(target.dropFirst(8).prefix { $0 != "/" }), option: "--target")
+            let tls = try APNsConnectionOptions.tls(invocation)
+            configuration = PoolConfiguration(host: host, port: port, tls: tls)
+            configuration.serverName = invocation.string("--server-name")
+            if invocation.string("--key") != nil { configuration.providerTokens = try APNsConnectionOptions.providerTokens(invocation) }
+        } else {
+            let simulator = try ChildSimulator.start(streams: streams, latencyMilliseconds: latency)
+            child = simulator
+            let tls: TLSConfiguration
+            do { tls = try TLSConfiguration.client(caFile: simulator.caFile) } catch { throw CLIError(.software, error.description) }
+            configuration = PoolConfiguration(host: "127.0.0.1", port: simulator.port, tls: tls)
+            do {
+                let key = try SigningKey(contentsOf: simulator.keyFile)
+                configuration.providerTokens = ProviderTokenSource(signer: try ProviderTokenSigner(key: key, keyID: simulator.keyID, teamID: simulator.teamID))
+            } catch {
+                throw CLIError(.software, "the simulator's test key: \(error)")
+            }
+        }
+        configuration.connections = connections
+        configuration.streamsPerConnection = streams
+        if let threads = try invocation.int("--threads", in: 1...64) { configuration.threads = threads }
+
+        let result = measure(pushes: pushes, configuration: configuration, bundle: bundle, console: invocation.console)
+        report(result, invocation: invocation)
+        let counters = result.counters
+        if counters.finished != pushes {
+            throw CLIError(.software, "\(pushes - counters.finished) pushes have no outcome: this is a bug")
+        }
+        if counters[.authOrConnectionFailure] == pushes {
+            throw CLIError(.unavailable, "no push could be sent: the server refused the connection or the credentials")
+        }
+        return .success
+    }
+
+    static func measure(pushes: Int, configuration: PoolConfiguration, bundle: String, console: Console) -> Result {
+        let group = PushGroup(label: "bench", headers: BenchPayload.headers(bundle: bundle),
+                              body: BenchPayload.body(timestamp: Int64(time(nil))), resendUnknown: false)
+        let pool = ConnectionPool(configuration: configuration)
+        defer { pool.shutdown() }
+        var template = DeviceTokenBytes(bytes: [UInt8](repeating: 0xA5, count: 32))!
+
+        let cpuStart = CPUUsage.seconds()
+        let start = MonotonicClock.nanoseconds()
+        var batch: [PushJob] = []
+        batch.reserveCapacity(1024)
+        var lastProgress: UInt64 = 0
+        for index in 0..<pushes {
+            template.overwrite(at: 0, bigEndian: UInt64(index))
+            batch.append(PushJob(token: template, group: group, id: UInt64(index)))
+            if batch.count == 1024 || index == pushes - 1 {
+                pool.send(batch)
+                batch.removeAll(keepingCapacity: true)
+                let now = MonotonicClock.nanoseconds()
+                if console.isTerminal && now &- lastProgress > 200_000_000 {
+                    lastProgress = now
+                    console.progress("\rbench: \(pool.finishedCount)/\(pushes) pushes done")
+                }
+            }
+        }
+        pool.waitUntilFinished { done in console.progress("\rbench: \(done)/\(pushes) pushes done") }
+        let seconds = Double(MonotonicClock.nanoseconds() &- start) / 1e9
+        let cpu = CPUUsage.seconds() - cpuStart
+        if console.isTerminal { console.progress("\r\u{1B}[K") }
+        let (counters, latencies) = pool.statistics()
+        return Result(pushes: pushes, seconds: seconds, cpuSeconds: cpu, peakRSSMB: CPUUsage.peakRSSMegabytes(),
+                      p50: latencies.percentile(0.5), p99: latencies.percentile(0.99), counters: counters)
+    }
+
+    static func report(_ result: Result, invocation: Invocation) {
+        let rate = Double(result.pushes) / max(result.seconds, 1e-9)
+        let cpuPer100k = result.cpuSeconds * 100_000 / Double(result.pushes)
+        if invocation.flag("--json") {
+            var writer = JSONWriter()
+            writer.beginObject()
+            writer.key("pushes"); writer.int(result.pushes)
+            writer.key("seconds"); writer.double(round3(result.seconds))
+            writer.key("pushesPerSecond"); writer.double(result.seconds > 0 ? rate.rounded() : 0)
+            writer.key("cpuSecondsPer100k"); writer.double(round3(cpuPer100k))
+            writer.key("p50Ms"); writer.double(round3(result.p50))
+            writer.key("p99Ms"); writer.double(round3(result.p99))
+            writer.key("peakRssMB"); writer.double(round3(result.peakRSSMB))
+            writer.key("outcomes"); writer.beginObject()
+            for outcome in PushOutcome.allCases { writer.key(outcome.description); writer.int(result.counters[outcome]) }
+            writer.endObject()
+            writer.key("retries"); writer.int(result.counters.retries)
+            writer.key("resends"); writer.int(result.counters.refusedResends + result.counters.unknownResends)
+            writer.key("connectionsOpened"); writer.int(result.counters.connectionsOpened)
+            writer.endObject()
+            invocation.console.print(writer.string)
+        } else {
+            invocation.console.print("pushes        \(result.pushes) in \(fixed(result.seconds, 2)) s")
+            invocation.console.print("throughput    \(Int(rate.rounded())) pushes/s")
+            invocation.console.print("cpu           \(fixed(cpuPer100k, 3)) s (user+sys) per 100k pushes")
+            invocation.console.print("latency       p50 \(fixed(result.p50, 2)) ms, p99 \(fixed(result.p99, 2)) ms")
+            invocation.console.print("peak rss      \(fixed(result.peakRSSMB, 1)) MB")
+            let outcomes = PushOutcome.allCases.filter { result.counters[$0] > 0 }.map { "\($0) \(result.counters[$0])" }
+            invocation.console.print("outcomes      \(outcomes.joined(separator: ", "))")
+            invocation.console.print("connections   \(result.counters.connectionsOpened) opened, retries \(result.counters.retries), resends \(result.counters.refusedResends + result.counters.unknownResends)")
+        }
+    }
+
+    static func round3(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }
+
+    static func fixed(_ value: Double, _ digits: Int) -> String {
+        var scale = 1.0
+        for _ in 0..<digits { scale *= 10 }
+        let scaled = Int((value * scale).rounded())
+        let whole = scaled / Int(scale), fraction = abs(scaled % Int(scale))
+        var fractionText = String(fraction)
+        while fractionText.count < digits { fractionText = "0" + fractionText }
+        return digits == 0 ? String(whole) : "\(whole).\(fractionText)"
+    }
+}
+
+/// Process CPU time and peak memory from getrusage.
+enum CPUUsage {
+    static func seconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+            + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+    }
+
+    static func peakRSSMegabytes() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_maxrss) / 1024
+    }
+}

@@ -1,0 +1,67 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import JSONCore
+
+/// `sokuho simulator` started as a child process of this binary, so a benchmark's CPU and memory
+/// figures are the sender's alone. It is stopped with SIGTERM (and reaped) when the bench ends.
+final class ChildSimulator {
+    let pid: pid_t
+    let port: Int
+    let caFile: String
+    let keyFile: String
+    let teamID: String
+    let keyID: String
+
+    private init(pid: pid_t, port: Int, caFile: String, keyFile: String, teamID: String, keyID: String) {
+        self.pid = pid
+        self.port = port
+        self.caFile = caFile
+        self.keyFile = keyFile
+        self.teamID = teamID
+        self.keyID = keyID
+    }
+
+    static func start(streams: Int, latencyMilliseconds: Int) throws(CLIError) -> ChildSimulator {
+        let certDirectory = TemporaryDirectory.make(prefix: "sokuho-bench")
+        let arguments = ["sokuho", "simulator", "--cert-dir", certDirectory, "--max-streams", String(streams),
+                         "--latency-ms", String(latencyMilliseconds), "--duration", "86400"]
+        var pipeFDs: [Int32] = [0, 0]
+        guard pipe(&pipeFDs) == 0 else { throw CLIError(.software, "pipe: \(String(cString: strerror(errno)))") }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 1)
+        posix_spawn_file_actions_addclose(&actions, pipeFDs[0])
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, "/proc/self/exe", &actions, nil, &argv, environ)
+        close(pipeFDs[1])
+        guard rc == 0 else {
+            close(pipeFDs[0])
+            throw CLIError(.software, "cannot start the simulator: \(String(cString: strerror(rc)))")
+        }
+        // Its first stdout line is the JSON with ports and files.
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while read(pipeFDs[0], &byte, 1) == 1 && byte != 0x0a { line.append(byte) }
+        close(pipeFDs[0])
+        guard let json = try? JSONParser.parse(line), let port = json["port"]?.int64Value,
+              let ca = json["caFile"]?.stringValue, let key = json["keyFile"]?.stringValue,
+              let team = json["teamId"]?.stringValue, let keyID = json["keyId"]?.stringValue else {
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+            throw CLIError(.software, "the simulator did not start (it printed '\(String(decoding: line, as: UTF8.self))')")
+        }
+        return ChildSimulator(pid: pid, port: Int(port), caFile: ca, keyFile: key, teamID: team, keyID: keyID)
+    }
+
+    func stop() {
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+    }
+}

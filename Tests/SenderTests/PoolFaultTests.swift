@@ -1,0 +1,162 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Crypto
+import HTTP2
+import Sender
+import Simulator
+import Synchronization
+import Testing
+
+/// Collects every final outcome, by push id.
+final class RecordingSink: PushOutcomeSink, @unchecked Sendable {
+    struct Entry { let outcome: PushOutcome; let token: String; let resentAfterUnknown: Bool }
+    let entries = Mutex<[UInt64: [Entry]]>([:])
+    func pushCompleted(_ push: CompletedPush) {
+        let entry = Entry(outcome: push.outcome, token: push.token.hex, resentAfterUnknown: push.resentAfterUnknown)
+        entries.withLock { $0[push.id, default: []].append(entry) }
+    }
+}
+
+/// The connection pool against the simulator with faults injected: every push ends in exactly one
+/// outcome, the simulator accepted exactly what was delivered, and nothing is lost or doubled.
+@Suite(.serialized) struct PoolFaultTests {
+    static let certificates: SimulatorCertificates = {
+        var template = Array("/tmp/sokuho-pool-XXXXXX".utf8CString)
+        let directory = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+        return try! SimulatorCertificates.prepare(directory: directory)
+    }()
+
+    struct Scenario: Sendable, CustomTestStringConvertible {
+        var name: String
+        var pushes = 6_000
+        var faults: [(reason: String, fraction: Double)] = []
+        var goAwayAfter = 0
+        var resetAfter = 0
+        var unregistered = 0
+        var resendUnknown = false
+        var testDescription: String { name }
+    }
+
+    static let scenarios: [Scenario] = [
+        Scenario(name: "1% InternalServerError", faults: [("InternalServerError", 0.01)]),
+        Scenario(name: "1% TooManyRequests", faults: [("TooManyRequests", 0.01)]),
+        Scenario(name: "GOAWAY every 1,000 streams", goAwayAfter: 1_000),
+        Scenario(name: "connection dropped every 2,000 streams (starts: never resent)", resetAfter: 2_000),
+        Scenario(name: "connection dropped every 2,000 streams (updates: resent)", resetAfter: 2_000, resendUnknown: true),
+        Scenario(name: "Unregistered tokens", unregistered: 150),
+        Scenario(name: "everything at once", pushes: 10_000, faults: [("InternalServerError", 0.01), ("TooManyRequests", 0.01)],
+                 goAwayAfter: 1_000, resetAfter: 2_500, unregistered: 100, resendUnknown: true),
+    ]
+
+    static func token(_ index: Int) -> DeviceTokenBytes {
+        var token = DeviceTokenBytes(bytes: [UInt8](repeating: 0x5A, count: 32))!
+        token.overwrite(at: 0, bigEndian: UInt64(index))
+        return token
+    }
+
+    @Test(arguments: scenarios)
+    func everyPushEndsInExactlyOneOutcome(_ scenario: Scenario) throws {
+        var configuration = SimulatorConfiguration()
+        configuration.trustedKeys = [try Self.certificates.trustedTestKey()]
+        configuration.faults = scenario.faults
+        configuration.goAwayAfter = scenario.goAwayAfter
+        configuration.resetAfter = scenario.resetAfter
+        configuration.maximumStreams = 200
+        configuration.trackTokens = true
+        configuration.seed = 42
+        let deadTokens = Set((0..<scenario.unregistered).map { Self.token($0 * 7).hex })
+        configuration.unregisteredTokens = deadTokens
+        let simulator = try APNsSimulator(configuration: configuration, certificates: Self.certificates)
+        defer { simulator.stop() }
+
+        var pool = PoolConfiguration(host: "127.0.0.1", port: simulator.port, tls: try TLSConfiguration.client(caFile: Self.certificates.ca))
+        pool.connections = 4
+        pool.threads = 2
+        pool.streamsPerConnection = 200
+        pool.retry.baseDelay = 20_000_000
+        let key = try SigningKey(contentsOf: Self.certificates.providerKey)
+        pool.providerTokens = ProviderTokenSource(signer: try ProviderTokenSigner(key: key, keyID: SimulatorCertificates.keyID,
+                                                                                  teamID: SimulatorCertificates.teamID))
+        let sink = RecordingSink()
+        let sender = ConnectionPool(configuration: pool, sink: sink)
+        defer { sender.shutdown() }
+        let group = PushGroup(label: scenario.name, headers: [("apns-push-type", "liveactivity"),
+                                                              ("apns-topic", "com.example.eew.push-type.liveactivity"),
+                                                              ("apns-priority", "10")],
+                              body: Array(#"{"aps":{"timestamp":1787418004,"event":"update","content-state":{"serialNo":2}}}"#.utf8),
+                              resendUnknown: scenario.resendUnknown)
+        var batch: [PushJob] = []
+        for index in 0..<scenario.pushes {
+            batch.append(PushJob(token: Self.token(index), group: group, id: UInt64(index)))
+            if batch.count == 500 { sender.send(batch); batch.removeAll() }
+        }
+        sender.send(batch)
+        #expect(sender.waitUntilFinished(timeout: 120_000_000_000), "every push must finish")
+
+        let entries = sink.entries.withLock { $0 }
+        let (counters, _) = sender.statistics()
+        let sim = simulator.counters
+        // Exactly one outcome per push, none missing.
+        #expect(entries.count == scenario.pushes)
+        #expect(entries.values.allSatisfy { $0.count == 1 }, "a push reported twice")
+        #expect(counters.finished == scenario.pushes)
+        // The simulator accepted exactly what the pool counts as delivered.
+        let delivered = counters[.delivered] + counters[.deliveredAfterRetry]
+        #expect(sim.accepted == delivered, "simulator accepted \(sim.accepted), pool delivered \(delivered)")
+        // No token accepted twice, unless its push was resent after an unknown outcome.
+        for (token, count) in sim.acceptedPerToken where count > 1 {
+            let resent = entries.values.contains { $0[0].token == token && $0[0].resentAfterUnknown }
+            #expect(resent, "token …\(token.suffix(8)) accepted \(count) times without an unknown-and-resent push")
+        }
+        // Dead tokens end as tokenDead, and only they do.
+        #expect(counters[.tokenDead] == deadTokens.count)
+        // Nothing lost: every push that is not dead, unknown or a request bug was delivered.
+        #expect(counters[.requestBug] == 0 && counters[.authOrConnectionFailure] == 0 && counters[.expired] == 0)
+        #expect(delivered + counters[.tokenDead] + counters[.unknown] + counters[.failedAfterRetry] == scenario.pushes)
+        if scenario.resendUnknown { #expect(counters[.unknown] == 0, "updates of unknown outcome are resent") }
+        if scenario.resetAfter > 0 && !scenario.resendUnknown { #expect(counters[.unknown] > 0, "a dropped connection leaves starts unknown") }
+        if scenario.goAwayAfter > 0 { #expect(counters.goAways > 0 && sim.goAwaysSent > 0) }
+        if scenario.resetAfter > 0 { #expect(sim.connectionsDropped > 0) }
+        if !scenario.faults.isEmpty { #expect(counters.retries > 0 && counters[.deliveredAfterRetry] > 0) }
+    }
+
+    @Test func anUnreachableServerFailsFastWithOneOutcomePerPush() throws {
+        // A port nobody listens on: the pool gives up after a few attempts instead of retrying for ever.
+        var pool = PoolConfiguration(host: "127.0.0.1", port: 1, tls: try TLSConfiguration.client(caFile: Self.certificates.ca))
+        pool.connections = 2
+        pool.threads = 1
+        pool.reconnectInitial = 10_000_000
+        let sink = RecordingSink()
+        let sender = ConnectionPool(configuration: pool, sink: sink)
+        defer { sender.shutdown() }
+        let group = PushGroup(label: "x", headers: [], body: [1], resendUnknown: false)
+        sender.send((0..<50).map { PushJob(token: Self.token($0), group: group, id: UInt64($0)) })
+        #expect(sender.waitUntilFinished(timeout: 30_000_000_000))
+        let (counters, _) = sender.statistics()
+        #expect(counters[.authOrConnectionFailure] == 50)
+        #expect(sender.haltMessage?.contains("cannot connect") == true)
+    }
+
+    @Test func anUntrustedProviderKeyHaltsThePoolOnce() throws {
+        var configuration = SimulatorConfiguration()
+        configuration.trustedKeys = [try Self.certificates.trustedTestKey()]
+        let simulator = try APNsSimulator(configuration: configuration, certificates: Self.certificates)
+        defer { simulator.stop() }
+        var pool = PoolConfiguration(host: "127.0.0.1", port: simulator.port, tls: try TLSConfiguration.client(caFile: Self.certificates.ca))
+        pool.connections = 2
+        pool.threads = 1
+        pool.providerTokens = ProviderTokenSource(signer: try ProviderTokenSigner(key: try SigningKey.generate(), keyID: "OTHERKEY01", teamID: "OTHERTEAM1"))
+        let sender = ConnectionPool(configuration: pool)
+        defer { sender.shutdown() }
+        let group = PushGroup(label: "x", headers: [("apns-push-type", "alert"), ("apns-topic", "com.example.eew")],
+                              body: Array(#"{"aps":{"alert":"hi"}}"#.utf8), resendUnknown: false)
+        sender.send((0..<300).map { PushJob(token: Self.token($0), group: group, id: UInt64($0)) })
+        #expect(sender.waitUntilFinished(timeout: 30_000_000_000))
+        let (counters, _) = sender.statistics()
+        #expect(counters[.authOrConnectionFailure] == 300)
+        // One stream per new connection until a push succeeds: only a handful ever reached APNs.
+        #expect(simulator.counters.rejectedTotal <= 4, "the pool must stop at the first credential refusal, not fail every push")
+        #expect(sender.haltMessage?.contains("InvalidProviderToken") == true)
+    }
+}

@@ -1,0 +1,119 @@
+import APNs
+import HTTP2
+import Testing
+@testable import Sender
+
+/// The sender's pure parts: retry decisions, queues, latency percentiles, tokens.
+@Suite struct SenderLogicTests {
+    let policy = RetryPolicy()
+
+    @Test(arguments: [
+        (200, nil as String?, PushOutcome.delivered),
+        (410, "Unregistered", .tokenDead),
+        (400, "BadDeviceToken", .tokenDead),
+        (400, "DeviceTokenNotForTopic", .tokenDead),
+        (400, "BadTopic", .requestBug),
+        (413, "PayloadTooLarge", .requestBug),
+        (404, "BadPath", .requestBug),
+    ])
+    func finalResponses(status: Int, reason: String?, outcome: PushOutcome) {
+        #expect(policy.decide(status: status, reason: reason.map(Reason.init), attempts: 1, resends: 0, random: 0.5) == .finish(outcome))
+    }
+
+    @Test func successAfterARetryIsCountedApart() {
+        #expect(policy.decide(status: 200, reason: nil, attempts: 2, resends: 0, random: 0) == .finish(.deliveredAfterRetry))
+        #expect(policy.decide(status: 200, reason: nil, attempts: 1, resends: 1, random: 0) == .finish(.deliveredAfterRetry))
+    }
+
+    @Test(arguments: ["TooManyRequests", "InternalServerError", "ServiceUnavailable", "Service Unavailable"])
+    func transientErrorsBackOffThenGiveUp(reason: String) {
+        let status = reason == "TooManyRequests" ? 429 : reason == "InternalServerError" ? 500 : 503
+        guard case let .retry(delay) = policy.decide(status: status, reason: Reason(reason), attempts: 1, resends: 0, random: 0.999) else {
+            Issue.record("\(reason) must be retried"); return
+        }
+        #expect(delay <= policy.baseDelay && delay >= policy.baseDelay / 2)
+        #expect(policy.decide(status: status, reason: Reason(reason), attempts: policy.maximumAttempts, resends: 0, random: 0) == .finish(.failedAfterRetry))
+    }
+
+    @Test func backoffDoublesWithJitterAndIsCapped() {
+        for attempt in 1...12 {
+            let ceiling = min(policy.maximumDelay, policy.baseDelay << UInt64(attempt - 1))
+            let low = policy.backoff(attempt: attempt, random: 0), high = policy.backoff(attempt: attempt, random: 0.9999)
+            #expect(low == ceiling / 2)
+            #expect(high <= ceiling && high > ceiling * 9 / 10)
+        }
+    }
+
+    @Test func credentialErrorsHaltThePoolAndConnectionErrorsMoveOn() {
+        #expect(policy.decide(status: 403, reason: .invalidProviderToken, attempts: 1, resends: 0, random: 0) == .haltPool(.authOrConnectionFailure))
+        #expect(policy.decide(status: 400, reason: .topicDisallowed, attempts: 1, resends: 0, random: 0) == .haltPool(.authOrConnectionFailure))
+        guard case .resendOnNewConnection = policy.decide(status: 403, reason: .expiredProviderToken, attempts: 1, resends: 0, random: 0) else {
+            Issue.record("ExpiredProviderToken: new connection"); return
+        }
+        guard case .resendOnNewConnection = policy.decide(status: 503, reason: .shutdown, attempts: 1, resends: 0, random: 0) else {
+            Issue.record("Shutdown: new connection"); return
+        }
+    }
+
+    @Test func unknownOutcomesAreResentOnlyWhenTheGroupAllows() {
+        let lost = StreamFailure.unknown("connection lost")
+        #expect(policy.decide(failure: lost, resendUnknown: false, resends: 0) == .finish(.unknown))
+        #expect(policy.decide(failure: lost, resendUnknown: true, resends: 0) == .resendUnknown)
+        #expect(policy.decide(failure: .refused("GOAWAY"), resendUnknown: false, resends: 0) == .resendRefused)
+        #expect(policy.decide(failure: .timedOut(sent: false), resendUnknown: false, resends: 0) == .resendRefused)
+        #expect(policy.decide(failure: .timedOut(sent: true), resendUnknown: false, resends: 0) == .finish(.unknown))
+        // A server that refuses forever cannot make a push loop.
+        #expect(policy.decide(failure: .refused("x"), resendUnknown: false, resends: policy.maximumResends) == .finish(.failedAfterRetry))
+    }
+
+    @Test func delayedJobsComeOutInDueOrder() {
+        let group = PushGroup(label: "t", headers: [], body: [1], resendUnknown: false)
+        var heap = DelayedJobs(capacity: 16)
+        let dues: [UInt64] = [50, 10, 40, 30, 20, 60, 5]
+        for (index, due) in dues.enumerated() {
+            var job = PushJob(token: DeviceTokenBytes(bytes: [UInt8(index)])!, group: group, id: UInt64(index))
+            job.notBefore = due
+            heap.insert(job)
+        }
+        #expect(heap.popDue(now: 4) == nil)
+        var order: [UInt64] = []
+        while let job = heap.popDue(now: 100) { order.append(job.notBefore) }
+        #expect(order == dues.sorted())
+    }
+
+    @Test func jobRingKeepsOrderAndTakesJobsBackAtTheFront() {
+        let group = PushGroup(label: "t", headers: [], body: [1], resendUnknown: false)
+        var ring = JobRing(capacity: 4)
+        for id in 0..<4 { ring.pushBack(PushJob(token: DeviceTokenBytes(bytes: [1])!, group: group, id: UInt64(id))) }
+        #expect(ring.free == 0)
+        let first = ring.popFront()!
+        #expect(first.id == 0)
+        ring.pushFront(first)
+        #expect((0..<4).map { _ in ring.popFront()!.id } == [0, 1, 2, 3])
+        #expect(ring.isEmpty)
+    }
+
+    @Test func latencyPercentiles() {
+        var histogram = LatencyHistogram()
+        for ms in 1...100 { histogram.record(nanoseconds: UInt64(ms) * 1_000_000) }
+        #expect(abs(histogram.percentile(0.5) - 50) < 0.1)
+        #expect(abs(histogram.percentile(0.99) - 99) < 0.1)
+        histogram.record(nanoseconds: 5_000_000_000)
+        #expect(histogram.percentile(1.0) > 4_999)
+    }
+
+    @Test func tokenBytesRoundTripHexAndNeverPrintWhole() {
+        let hex = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+        let token = DeviceTokenBytes(hex: hex)!
+        #expect(token.count == 32)
+        #expect(token.hex == hex)
+        #expect(token.redacted == "…89abcdef")
+        #expect(DeviceTokenBytes(hex: "abc") == nil)
+        #expect(DeviceTokenBytes(hex: "zz") == nil)
+        #expect(DeviceTokenBytes(hex: String(repeating: "ab", count: 101)) == nil)
+        var derived = token
+        derived.overwrite(at: 0, bigEndian: 0x1122334455667788)
+        #expect(derived.hex.hasPrefix("1122334455667788"))
+        #expect(derived != token)
+    }
+}
