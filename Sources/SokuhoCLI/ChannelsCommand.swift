@@ -71,11 +71,12 @@ enum ChannelsCommand {
             if invocation.flag("--json") {
                 SendCommand.report(response, invocation: invocation)
             } else {
-                var message = "\(invocation.commandPath): APNs refused: \(RefusalMessage.text(response))"
+                // APNs answers a delete of an unknown channel with 404 BadPath (APNS.md §9.2): say what it means.
+                var detail = RefusalMessage.text(response)
                 if case .delete = operation, response.reason == .badPath {
-                    message = "\(invocation.commandPath): APNs refused: 404 BadPath: no such channel (already deleted?); see 'sokuho channels list'"
+                    detail = "\(status) BadPath: no such channel (already deleted?); see 'sokuho channels list'"
                 }
-                invocation.console.error(message)
+                invocation.console.error("\(invocation.commandPath): APNs refused: \(detail)")
             }
             return .refused
         }
