@@ -47,4 +47,25 @@ import Testing
             #expect(sim.counters.rejected == ["TooManyRequests": 1])
         }
     }
+
+    /// Credentials and endpoint from SOKUHO_* variables, as a service would configure them.
+    @Test func credentialsAndEndpointComeFromTheEnvironment() throws {
+        try withSimulator { sim in
+            let environment = [
+                "SOKUHO_TEAM_ID": SimulatorCertificates.teamID, "SOKUHO_KEY_ID": SimulatorCertificates.keyID,
+                "SOKUHO_KEY": sim.certificates.providerKey, "SOKUHO_TOPIC": testBundle, "SOKUHO_CA_FILE": sim.certificates.ca,
+                "SOKUHO_HOST": "127.0.0.1:\(sim.port)", "SOKUHO_MANAGE_HOST": "127.0.0.1:\(sim.managePort)",
+            ]
+            let channel = sokuho(["channels", "create", "--json"], environment: environment)
+            #expect(channel.code == .success, "\(channel)")
+            let id = try #require(try JSONParser.parse(Array(channel.line.utf8))["channel"]?.stringValue)
+            let push = sokuho(["send", "--token", deviceToken("74"), "--payload", payload, "--push-type", "liveactivity"],
+                              environment: environment)
+            #expect(push.code == .success, "\(push)")
+            let missing = sokuho(["send", "--channel", id, "--payload", payload],
+                                 environment: environment.filter { $0.key != "SOKUHO_KEY_ID" })
+            #expect(missing.code == .usage, "\(missing)")
+            #expect(missing.err.contains("missing --key-id (or SOKUHO_KEY_ID)"), "\(missing)")
+        }
+    }
 }

@@ -45,4 +45,20 @@ import Testing
         #expect(child.wait() == 0)
         #expect(child.stderr.contains("simulator: accepted 1, rejected 0"), "stderr: \(child.stderr)")
     }
+
+    /// `--payload -` reads the body from standard input, byte for byte.
+    @Test func thePayloadCanComeFromStandardInput() throws {
+        try #require(access(Self.binary, X_OK) == 0, "build the binary first: swift build (\(Self.binary))")
+        let dir = temporaryDirectory()
+        let logPath = dir + "/pushes.jsonl"
+        let body = updateBody()
+        let payload = writeFile(dir, "update.json", body)
+        try withSimulator({ $0.logPath = logPath }) { sim in
+            let run = ChildProcess.run(Self.binary, ["send", "--token", deviceToken("f2"), "--payload", "-", "--push-type", "liveactivity"]
+                                       + sim.connectionOptions(), stdin: payload)
+            #expect(run.status == 0, "\(run.err)")
+            #expect(run.out.hasPrefix("status 200"), "\(run.out)")
+            #expect(String(decoding: readFile(logPath), as: UTF8.self).contains(",\"body\":" + String(decoding: body, as: UTF8.self) + "}"))
+        }
+    }
 }

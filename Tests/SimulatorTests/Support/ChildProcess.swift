@@ -11,8 +11,9 @@ final class ChildProcess {
     let stderrPath: String
     private var buffered: [UInt8] = []
 
-    /// Starts `program` (looked up in PATH when it has no slash) with `arguments`.
-    init(_ program: String, _ arguments: [String]) {
+    /// Starts `program` (looked up in PATH when it has no slash) with `arguments`, reading `stdin`
+    /// (a file path; /dev/null when nil).
+    init(_ program: String, _ arguments: [String], stdin: String? = nil) {
         var fds: [Int32] = [0, 0]
         // Close-on-exec from the start (socketpair takes the flag; pipe2 is not visible from Swift), so
         // children spawned by tests running in parallel never hold this child's stdout open.
@@ -23,7 +24,7 @@ final class ChildProcess {
         posix_spawn_file_actions_init(&actions)
         posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
         posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 0, stdin ?? "/dev/null", O_RDONLY, 0)
         let argv: [UnsafeMutablePointer<CChar>?] = ([program] + arguments).map { strdup($0) } + [nil]
         var child: pid_t = 0
         let rc = posix_spawnp(&child, program, &actions, nil, argv, environ)
@@ -71,8 +72,8 @@ final class ChildProcess {
     var stderr: String { String(decoding: readFile(stderrPath), as: UTF8.self) }
 
     /// Runs `program` to completion: exit status, stdout, stderr.
-    static func run(_ program: String, _ arguments: [String]) -> (status: Int32, out: String, err: String) {
-        let child = ChildProcess(program, arguments)
+    static func run(_ program: String, _ arguments: [String], stdin: String? = nil) -> (status: Int32, out: String, err: String) {
+        let child = ChildProcess(program, arguments, stdin: stdin)
         let out = child.readRest()
         return (child.wait(), out, child.stderr)
     }

@@ -57,10 +57,11 @@ struct CLIRun: CustomStringConvertible {
     var description: String { "exit \(code.rawValue)\nstdout: \(out)\nstderr: \(err)" }
 }
 
-/// Runs the CLI in-process, as the `sokuho` binary would, with an empty environment.
-func sokuho(_ arguments: [String]) -> CLIRun {
+/// Runs the CLI in-process, as the `sokuho` binary would, with `environment` (empty by default, so
+/// the tester's own SOKUHO_* variables never leak in).
+func sokuho(_ arguments: [String], environment: [String: String] = [:]) -> CLIRun {
     let captured = CapturedConsole()
-    let code = Sokuho.run(arguments, environment: [:], console: captured.console)
+    let code = Sokuho.run(arguments, environment: environment, console: captured.console)
     return CLIRun(code: code, out: captured.out, err: captured.err)
 }
 
