@@ -1,7 +1,7 @@
 import SokuhoCLI
 import Testing
 
-/// `sokuho simulator` option errors, found before anything listens (so they run in-process).
+/// `sokuho simulator` errors, found before it would wait for a signal (so they run in-process).
 @Suite struct SimulatorCommandTests {
     @Test(arguments: [
         (["--fail", "InternalServerError"], "--fail"),
@@ -20,5 +20,21 @@ import Testing
         let run = sokuho(["simulator", "--cert-dir", "/proc/sokuho-no-such-dir/certs"])
         #expect(run.code == .cantCreate, "\(run)")
         #expect(run.err.contains("/proc/sokuho-no-such-dir/certs"), "\(run)")
+    }
+
+    @Test func aLogThatCannotBeWrittenIs73() {
+        let certs = sharedCertificates.directory
+        let run = sokuho(["simulator", "--cert-dir", certs, "--log", "/proc/sokuho-no-such-dir/pushes.jsonl"])
+        #expect(run.code == .cantCreate, "\(run)")
+        #expect(run.err.contains("--log /proc/sokuho-no-such-dir/pushes.jsonl"), "\(run)")
+        #expect(run.out.isEmpty)
+    }
+
+    @Test func aPortInUseIs69AndNamesIt() throws {
+        try withSimulator { sim in
+            let run = sokuho(["simulator", "--cert-dir", sharedCertificates.directory, "--port", String(sim.port)])
+            #expect(run.code == .unavailable, "\(run)")
+            #expect(run.err.contains("127.0.0.1:\(sim.port)"), "\(run)")
+        }
     }
 }
