@@ -92,10 +92,10 @@ final class RunningSimulator {
     /// `sokuho <arguments> <connection options>`.
     func run(_ arguments: [String]) -> CLIRun { sokuho(arguments + connectionOptions()) }
 
-    /// A provider token of the shared test key, issued `age` seconds ago.
-    func authorization(age: Int64 = 0) throws -> String {
+    /// `bearer <jwt>` of the shared test key, issued now.
+    func authorization() throws -> String {
         try Self.authorization(keyPath: certificates.providerKey, keyID: SimulatorCertificates.keyID,
-                               teamID: SimulatorCertificates.teamID, issuedAt: SystemClock.seconds() - age)
+                               teamID: SimulatorCertificates.teamID, issuedAt: SystemClock.seconds())
     }
 
     static func authorization(keyPath: String, keyID: String, teamID: String, issuedAt: Int64) throws -> String {
@@ -104,12 +104,9 @@ final class RunningSimulator {
     }
 
     /// Sends raw requests through `OneShotClient`, trusting the simulator's CA.
-    func perform(_ requests: [ClientRequest], management: Bool = false, authorization: String? = nil,
-                 configure: (inout ClientConnectionOptions) -> Void = { _ in }) throws -> [ClientResult] {
-        var options = ClientConnectionOptions(host: "127.0.0.1", port: management ? managePort : port,
-                                              tls: try TLSConfiguration.client(caFile: certificates.ca))
-        configure(&options)
-        return try OneShotClient.perform(requests, options: options, authorization: authorization ?? self.authorization(),
+    func perform(_ requests: [ClientRequest]) throws -> [ClientResult] {
+        let options = ClientConnectionOptions(host: "127.0.0.1", port: port, tls: try TLSConfiguration.client(caFile: certificates.ca))
+        return try OneShotClient.perform(requests, options: options, authorization: try authorization(),
                                          timeout: 10_000_000_000).get()
     }
 
