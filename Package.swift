@@ -39,6 +39,8 @@ let package = Package(
         .testTarget(name: "CLibraryTests", dependencies: ["CMbedTLS", "CNghttp2", "CLMDB", "Crypto", "HTTP2", "TokenStore"]),
         .testTarget(name: "SokuhoCLITests", dependencies: ["SokuhoCLI"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "Crypto"]),
+        // End to end: the simulator on loopback, driven by the CLI in-process, raw HTTP/2 and curl.
+        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "SokuhoCLI", "APNs", "Crypto", "HTTP2", "JSONCore"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "JSONCore"]),
         .testTarget(name: "SenderTests", dependencies: ["Sender", "Simulator", "HTTP2", "Crypto", "APNs"]),
         // Keys, JWTs and certificates checked against independent implementations (openssl, Python).

@@ -29,10 +29,7 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
     struct ConnectionState {
         var requests = 0
         var acceptedPushes = 0
-        var teamID: String?
-        var keyID: String?
-        var jwt: String?
-        var jwtSince: Int64 = 0
+        var credentials = ConnectionCredentials()
     }
 
     init(configuration: SimulatorConfiguration, log: PushLog?) {
@@ -96,7 +93,9 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
                     throw RequestRules.Refusal(reason: .unregistered)
                 }
                 try injectFault()
-                accept(request, on: connection, state: &state, key: token, apnsID: apnsID)
+                var identity = [(name: HeaderName.apnsID, value: apnsID ?? APNsID.random(using: &uuids).text)]
+                if let requestID = request.header(HeaderName.requestID) { identity.append((HeaderName.requestID, requestID)) }
+                accept(request, on: connection, state: &state, key: token, identity: identity)
             case let .broadcast(bundle):
                 let (channel, expiration) = try RequestRules.checkBroadcast(headers: request.headers, body: request.body,
                                                                            bundle: bundle, bundles: configuration.bundles)
@@ -105,7 +104,8 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
                     throw RequestRules.Refusal(reason: .badExpirationDate, detail: "a No-Message-Stored channel takes apns-expiration 0")
                 }
                 try injectFault()
-                accept(request, on: connection, state: &state, key: channel, apnsID: nil)
+                // Broadcasts are identified by apns-request-id (echoed or generated), not apns-id (APNS.md §9.1).
+                accept(request, on: connection, state: &state, key: channel, identity: requestIDHeader(request))
             case let .channels(bundle):
                 counters.withLock { $0.channelRequests += 1 }
                 try manageChannel(request, bundle: bundle, on: connection)
@@ -118,7 +118,7 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
                 respond(connection, request, ServerResponse(status: 200, headers: requestIDHeader(request), body: writer.bytes))
             }
         } catch {
-            refuse(request, on: connection, error)
+            refuse(request, on: connection, error, withRequestID: isManagement || request.path.hasPrefix("/4/"))
         }
         if configuration.goAwayAfter > 0 && !isManagement && pushRequests % configuration.goAwayAfter == 0 {
             counters.withLock { $0.goAwaysSent += 1 }
@@ -138,20 +138,7 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
         } catch {
             throw RequestRules.Refusal(reason: Reason(error.apnsReason), detail: error.description)
         }
-        let jwt = authorization ?? ""
-        let now = SystemClock.seconds()
-        if let team = state.teamID, team != verified.teamID {
-            throw RequestRules.Refusal(reason: .invalidProviderToken, detail: "this connection belongs to team \(team)")
-        }
-        if let key = state.keyID, key != verified.keyID {
-            throw RequestRules.Refusal(reason: .unrelatedKeyIdInToken)
-        }
-        if let current = state.jwt, current != jwt {
-            guard now - state.jwtSince >= 20 * 60 else { throw RequestRules.Refusal(reason: .tooManyProviderTokenUpdates) }
-        }
-        if state.jwt != jwt { state.jwt = jwt; state.jwtSince = now }
-        state.teamID = verified.teamID
-        state.keyID = verified.keyID
+        try state.credentials.admit(verified, jwt: authorization ?? "", now: SystemClock.seconds())
     }
 
     private func injectFault() throws(RequestRules.Refusal) {
@@ -160,13 +147,15 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
         }
     }
 
-    private func accept(_ request: ServerRequest, on connection: ServerConnection, state: inout ConnectionState, key: String, apnsID: String?) {
+    /// Answers 200 with `identity` (the push's apns-id, or a broadcast's apns-request-id) and
+    /// apns-unique-id; the push is counted and logged when the answer actually leaves.
+    private func accept(_ request: ServerRequest, on connection: ServerConnection, state: inout ConnectionState, key: String,
+                        identity: [(name: String, value: String)]) {
         state.acceptedPushes += 1
         if state.acceptedPushes == 1 && configuration.oneStreamUntilFirstPush {
             connection.setMaximumStreams(configuration.maximumStreams)
         }
-        var headers = [(name: HeaderName.apnsID, value: apnsID ?? APNsID.random(using: &uuids).text)]
-        if let requestID = request.header(HeaderName.requestID) { headers.append((HeaderName.requestID, requestID)) }
+        var headers = identity
         if configuration.sendsUniqueID { headers.append((HeaderName.uniqueID, APNsID.random(using: &uuids).text)) }
         let line = log == nil ? "" : "\n" + PushLog.line(for: request)
         respond(connection, request, ServerResponse(status: 200, headers: headers, note: key + line))
@@ -206,7 +195,9 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
         [(HeaderName.requestID, request.header(HeaderName.requestID) ?? APNsID.random(using: &uuids).text)]
     }
 
-    private func refuse(_ request: ServerRequest, on connection: ServerConnection, _ refusal: RequestRules.Refusal) {
+    /// Answers APNs' error: status, `{"reason":…}`, and the request's identity — apns-id on device
+    /// pushes, apns-request-id on broadcasts and channel management (APNS.md §9.3).
+    private func refuse(_ request: ServerRequest, on connection: ServerConnection, _ refusal: RequestRules.Refusal, withRequestID: Bool) {
         var writer = JSONWriter()
         writer.beginObject()
         writer.key("reason"); writer.string(refusal.reason.name)
@@ -217,7 +208,11 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
         writer.endObject()
         counters.withLock { $0.rejected[refusal.reason.name, default: 0] += 1 }
         var headers: [(name: String, value: String)] = [("content-type", "application/json")]
-        if let apnsID = request.header(HeaderName.apnsID) { headers.append((HeaderName.apnsID, apnsID)) }
+        if withRequestID {
+            headers += requestIDHeader(request)
+        } else if let apnsID = request.header(HeaderName.apnsID) {
+            headers.append((HeaderName.apnsID, apnsID))
+        }
         respond(connection, request, ServerResponse(status: refusal.reason.status, headers: headers, body: writer.bytes))
     }
 

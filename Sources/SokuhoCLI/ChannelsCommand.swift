@@ -60,8 +60,10 @@ enum ChannelsCommand {
         case let .failure(error): throw CLIError(.unavailable, "\(host):\(port): \(error)")
         case let .success(value): results = value
         }
-        guard case let .response(status, rawHeaders, body) = results[0] else {
-            throw CLIError(.unavailable, "\(host):\(port): no answer")
+        let status: Int, rawHeaders: [(name: String, value: String)], body: [UInt8]
+        switch results[0] {
+        case let .response(answerStatus, answerHeaders, answerBody): (status, rawHeaders, body) = (answerStatus, answerHeaders, answerBody)
+        case let .failed(failure): throw CLIError(.unavailable, "\(host):\(port): no answer: \(failure)")
         }
         let headers = rawHeaders.map { HeaderField($0.name, $0.value) }
         let response = Response(status: status, headers: headers, body: body)
@@ -69,7 +71,12 @@ enum ChannelsCommand {
             if invocation.flag("--json") {
                 SendCommand.report(response, invocation: invocation)
             } else {
-                invocation.console.error("\(invocation.commandPath): APNs refused: \(status) \(response.reason?.name ?? "-")")
+                // APNs answers a delete of an unknown channel with 404 BadPath (APNS.md §9.2): say what it means.
+                var detail = RefusalMessage.text(response)
+                if case .delete = operation, response.reason == .badPath {
+                    detail = "\(status) BadPath: no such channel (already deleted?); see 'sokuho channels list'"
+                }
+                invocation.console.error("\(invocation.commandPath): APNs refused: \(detail)")
             }
             return .refused
         }

@@ -86,7 +86,8 @@ enum SendCommand {
             var writer = JSONWriter()
             writer.beginObject()
             writer.key("status"); writer.int(response.status)
-            writer.key("apnsId"); if let id = response.apnsID { writer.string(id) } else { writer.null() }
+            // A broadcast is identified by its apns-request-id: it fills the same field.
+            writer.key("apnsId"); if let id = response.apnsID ?? response.requestID { writer.string(id) } else { writer.null() }
             writer.key("apnsUniqueId"); if let id = response.uniqueID { writer.string(id) } else { writer.null() }
             writer.key("reason"); if let reason = response.reason { writer.string(reason.name) } else { writer.null() }
             if let timestamp = response.timestamp { writer.key("timestamp"); writer.int(timestamp) }
@@ -94,13 +95,17 @@ enum SendCommand {
             invocation.console.print(writer.string)
         } else {
             var line = "status \(response.status)"
-            line += "  apns-id \(response.apnsID ?? "-")"
+            if response.apnsID == nil, let requestID = response.requestID {
+                line += "  apns-request-id \(requestID)"
+            } else {
+                line += "  apns-id \(response.apnsID ?? "-")"
+            }
             line += "  apns-unique-id \(response.uniqueID ?? "-")"
             line += "  reason \(response.reason?.name ?? "-")"
             if let timestamp = response.timestamp { line += "  timestamp \(timestamp)" }
             invocation.console.print(line)
-            if let reason = response.reason {
-                invocation.console.error("sokuho send: APNs refused the push: \(reason.name) (\(ResponseAction(status: response.status, reason: reason).rawValue))")
+            if !(200..<300).contains(response.status) {
+                invocation.console.error("sokuho send: APNs refused the push: \(RefusalMessage.text(response))")
             }
         }
     }

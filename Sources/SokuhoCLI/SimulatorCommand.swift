@@ -87,7 +87,11 @@ enum SimulatorCommand {
         do {
             simulator = try APNsSimulator(configuration: configuration, certificates: certificates)
         } catch {
-            throw CLIError(.unavailable, error.description)
+            SignalWait.unblock()  // nothing is listening: let Ctrl-C work again (and leave an in-process caller as it was)
+            switch error {
+            case .logFile, .certificates: throw CLIError(.cantCreate, error.description)
+            case .listen, .key: throw CLIError(.unavailable, error.description)
+            }
         }
         var writer = JSONWriter()
         writer.beginObject()
@@ -123,6 +127,11 @@ enum SignalWait {
     static func block() {
         var set = signals
         pthread_sigmask(SIG_BLOCK, &set, nil)
+    }
+
+    static func unblock() {
+        var set = signals
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
     }
 
     static func untilTerminated(orAfter seconds: Double?) {

@@ -1,0 +1,71 @@
+import Crypto
+import JSONCore
+import Simulator
+import SokuhoCLI
+import Testing
+
+/// Device pushes through `sokuho send --token` beyond the acceptance flow: host names, dead tokens
+/// and injected faults.
+@Suite struct DevicePushTests {
+    let dir = temporaryDirectory()
+    var payload: String { writeFile(dir, "update.json", updateBody()) }
+
+    /// By name: the certificate's DNS name is verified (not just its IP address), and where
+    /// `localhost` also resolves to ::1 (the simulator listens on 127.0.0.1 only) the client moves on
+    /// to the next address.
+    @Test func aHostNameIsResolvedAndVerified() throws {
+        try withSimulator { sim in
+            var options = sim.connectionOptions()
+            options[1] = "localhost:\(sim.port)"
+            let run = sokuho(["send", "--token", deviceToken("71"), "--payload", payload, "--push-type", "liveactivity"] + options)
+            #expect(run.code == .success, "\(run)")
+        }
+    }
+
+    @Test func anUnregisteredTokenIs410WithItsTimestamp() throws {
+        let token = deviceToken("72")
+        try withSimulator({ $0.unregisteredTokens = [token] }) { sim in
+            let run = sim.run(["send", "--token", token, "--payload", payload, "--push-type", "liveactivity", "--json"])
+            #expect(run.code == .refused, "\(run)")
+            let answer = try JSONParser.parse(Array(run.line.utf8))
+            #expect(answer["status"]?.int64Value == 410)
+            #expect(answer["reason"]?.stringValue == "Unregistered")
+            let timestamp = try #require(answer["timestamp"]?.int64Value)
+            #expect(abs(timestamp - SystemClock.seconds() * 1000) < 60_000, "milliseconds since 1970: \(timestamp)")
+
+            let human = sim.run(["send", "--token", token, "--payload", payload, "--push-type", "liveactivity"])
+            #expect(human.err.contains("410 Unregistered: the device token is not valid"), "\(human)")
+        }
+    }
+
+    @Test func anInjectedFaultIsAnsweredLikeAPNs() throws {
+        try withSimulator({ $0.faults = [("TooManyRequests", 1)] }) { sim in
+            let run = sim.run(["send", "--token", deviceToken("73"), "--payload", payload, "--push-type", "liveactivity"])
+            #expect(run.code == .refused, "\(run)")
+            #expect(run.out.hasPrefix("status 429"), "\(run)")
+            #expect(run.err.contains("TooManyRequests: a temporary refusal"), "\(run)")
+            #expect(sim.counters.rejected == ["TooManyRequests": 1])
+        }
+    }
+
+    /// Credentials and endpoint from SOKUHO_* variables, as a service would configure them.
+    @Test func credentialsAndEndpointComeFromTheEnvironment() throws {
+        try withSimulator { sim in
+            let environment = [
+                "SOKUHO_TEAM_ID": SimulatorCertificates.teamID, "SOKUHO_KEY_ID": SimulatorCertificates.keyID,
+                "SOKUHO_KEY": sim.certificates.providerKey, "SOKUHO_TOPIC": testBundle, "SOKUHO_CA_FILE": sim.certificates.ca,
+                "SOKUHO_HOST": "127.0.0.1:\(sim.port)", "SOKUHO_MANAGE_HOST": "127.0.0.1:\(sim.managePort)",
+            ]
+            let channel = sokuho(["channels", "create", "--json"], environment: environment)
+            #expect(channel.code == .success, "\(channel)")
+            let id = try #require(try JSONParser.parse(Array(channel.line.utf8))["channel"]?.stringValue)
+            let push = sokuho(["send", "--token", deviceToken("74"), "--payload", payload, "--push-type", "liveactivity"],
+                              environment: environment)
+            #expect(push.code == .success, "\(push)")
+            let missing = sokuho(["send", "--channel", id, "--payload", payload],
+                                 environment: environment.filter { $0.key != "SOKUHO_KEY_ID" })
+            #expect(missing.code == .usage, "\(missing)")
+            #expect(missing.err.contains("missing --key-id (or SOKUHO_KEY_ID)"), "\(missing)")
+        }
+    }
+}
