@@ -26,7 +26,7 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
     private var freeTags: [Int]
     private var counters = SenderCounters()
     private var latencies = LatencyHistogram()
-    private var random: UInt64
+    private var random = FastRandom(seed: RandomSource.shared.next())
     private var pathBuffer: UnsafeMutablePointer<UInt8>
     private var lastTokenCheck: UInt64 = 0
     /// Final outcomes recorded by this loop (read by producers to know when all is done).
@@ -53,7 +53,6 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         delayed = DelayedJobs(capacity: maximumInflight)
         inflight = Array(repeating: nil, count: maximumInflight)
         freeTags = Array((0..<maximumInflight).reversed())
-        random = RandomSource.shared.next() | 1
         pathBuffer = .allocate(capacity: 512)
         for _ in 0..<connections {
             var options = ClientConnectionOptions(host: configuration.host, port: configuration.port, tls: configuration.tls)
@@ -281,11 +280,5 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         publish(withLatencies: true)
     }
 
-    /// xorshift64*: cheap jitter without touching the shared CTR-DRBG per push.
-    private func nextRandom() -> Double {
-        random ^= random >> 12
-        random ^= random << 25
-        random ^= random >> 27
-        return Double((random &* 2685821657736338717) >> 11) / Double(1 << 53)
-    }
+    private func nextRandom() -> Double { random.unitInterval() }
 }

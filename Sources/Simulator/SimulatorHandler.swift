@@ -222,17 +222,3 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
 
     private func nextRandom() -> Double { uuids.unitInterval() }
 }
-
-/// xorshift64*: fast, non-cryptographic randomness for fault injection and response IDs.
-struct FastRandom: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed | 1 }
-    mutating func next() -> UInt64 {
-        state ^= state >> 12
-        state ^= state << 25
-        state ^= state >> 27
-        return state &* 2685821657736338717
-    }
-    /// Uniform in [0, 1).
-    mutating func unitInterval() -> Double { Double(next() >> 11) / Double(UInt64(1) << 53) }
-}
