@@ -42,6 +42,8 @@ enum BenchCommand {
         var p50: Double
         var p99: Double
         var counters: SenderCounters
+        /// CPU the built-in simulator used (nil with --target).
+        var simulatorCPUSeconds: Double?
     }
 
     static func run(_ invocation: Invocation) throws(CLIError) -> ExitCode {
@@ -79,7 +81,8 @@ enum BenchCommand {
         configuration.streamsPerConnection = streams
         if let threads = try invocation.int("--threads", in: 1...64) { configuration.threads = threads }
 
-        let result = measure(pushes: pushes, configuration: configuration, bundle: bundle, console: invocation.console)
+        var result = measure(pushes: pushes, configuration: configuration, bundle: bundle, console: invocation.console)
+        if let child { result.simulatorCPUSeconds = child.stop() }
         report(result, invocation: invocation)
         let counters = result.counters
         if counters.finished != pushes {
@@ -144,12 +147,16 @@ enum BenchCommand {
             writer.key("retries"); writer.int(result.counters.retries)
             writer.key("resends"); writer.int(result.counters.refusedResends + result.counters.unknownResends)
             writer.key("connectionsOpened"); writer.int(result.counters.connectionsOpened)
+            if let simulator = result.simulatorCPUSeconds {
+                writer.key("simulatorCpuSecondsPer100k"); writer.double(round3(simulator * 100_000 / Double(result.pushes)))
+            }
             writer.endObject()
             invocation.console.print(writer.string)
         } else {
             invocation.console.print("pushes        \(result.pushes) in \(fixed(result.seconds, 2)) s")
             invocation.console.print("throughput    \(Int(rate.rounded())) pushes/s")
-            invocation.console.print("cpu           \(fixed(cpuPer100k, 3)) s (user+sys) per 100k pushes")
+            invocation.console.print("cpu           \(fixed(cpuPer100k, 3)) s (user+sys) per 100k pushes"
+                + (result.simulatorCPUSeconds.map { "; the simulator used \(fixed($0 * 100_000 / Double(result.pushes), 3)) s" } ?? ""))
             invocation.console.print("latency       p50 \(fixed(result.p50, 2)) ms, p99 \(fixed(result.p99, 2)) ms")
             invocation.console.print("peak rss      \(fixed(result.peakRSSMB, 1)) MB")
             let outcomes = PushOutcome.allCases.filter { result.counters[$0] > 0 }.map { "\($0) \(result.counters[$0])" }

@@ -59,9 +59,18 @@ final class ChildSimulator {
         return ChildSimulator(pid: pid, port: Int(port), caFile: ca, keyFile: key, teamID: team, keyID: keyID)
     }
 
-    func stop() {
+    /// Stops the simulator and returns the CPU seconds (user + sys) it used in all.
+    @discardableResult
+    func stop() -> Double {
+        guard !stopped else { return 0 }
+        stopped = true
         kill(pid, SIGTERM)
         var status: Int32 = 0
-        waitpid(pid, &status, 0)
+        var usage = rusage()
+        wait4(pid, &status, 0, &usage)
+        return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+            + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
     }
+
+    private var stopped = false
 }
