@@ -23,13 +23,14 @@ let package = Package(
         // HTTP/2 framing on nghttp2.
         .target(name: "HTTP2", dependencies: ["CNghttp2", "Crypto"]),
         // The LMDB token store.
-        .target(name: "TokenStore", dependencies: ["CLMDB"]),
+        .target(name: "TokenStore", dependencies: ["CLMDB", "JSONCore"]),
         // The command line: one table-driven parser, one file per sub-command.
         .target(name: "SokuhoCLI", dependencies: ["JSONCore", "Crypto", "HTTP2", "TokenStore"]),
         .executableTarget(name: "sokuho", dependencies: ["SokuhoCLI"]),
 
         .testTarget(name: "CLibraryTests", dependencies: ["CMbedTLS", "CNghttp2", "CLMDB", "Crypto", "HTTP2", "TokenStore"]),
         .testTarget(name: "SokuhoCLITests", dependencies: ["SokuhoCLI"]),
+        .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "JSONCore"]),
     ],
     swiftLanguageModes: [.v6]
 )

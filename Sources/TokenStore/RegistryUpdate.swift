@@ -1,0 +1,180 @@
+import CLMDB
+
+/// Applies write operations inside one write transaction and keeps the indexes in step with the
+/// installation records: every token of an installation is in `tokens` (→ owner, registered-at)
+/// and under each of the installation's topics in `topics`. Only the writer thread uses it.
+struct RegistryUpdate {
+    let txn: LMDBTransaction
+    let databases: StoreDatabases
+
+    func apply(_ operation: WriteOperation) throws(StoreError) -> WriteOutcome {
+        switch operation {
+        case let .register(registration, now):
+            try register(registration, now: now)
+        case let .removeToken(app, environment, kind, token, registeredBefore):
+            return .tokenRemoved(try removeToken(app: app, environment: environment, kind: kind, token: token,
+                                                 registeredBefore: registeredBefore))
+        case let .removeInstallation(id):
+            try removeInstallation(id)
+        case let .putActivity(activity):
+            try txn.put(databases.activities, Array(activity.id.utf8), activity.encoded)
+        case let .removeActivity(id):
+            try txn.delete(databases.activities, Array(id.utf8))
+        case let .putChannel(channel):
+            try txn.put(databases.channels, channel.key, channel.encoded)
+        case let .removeChannel(app, environment, name):
+            try txn.delete(databases.channels, StoreKeys.channel(app: app, environment: environment, name: name))
+        case let .putEventProgress(progress):
+            try txn.put(databases.events, Array(progress.eventKey.utf8), progress.encoded)
+        case let .sweepExpired(now, maxAge):
+            return .swept(try sweep(now: now, installationMaxAge: maxAge))
+        }
+        return .done
+    }
+
+    func installation(_ id: String) throws(StoreError) -> Installation? {
+        guard let bytes = try txn.get(databases.installations, Array(id.utf8)) else { return nil }
+        return try Installation(id: id, decoding: bytes)
+    }
+
+    private func save(_ installation: Installation) throws(StoreError) {
+        try txn.put(databases.installations, Array(installation.id.utf8), installation.encoded)
+    }
+
+    /// The `topics` entries (key, duplicate) of one token of `installation`.
+    private func topicEntries(_ installation: Installation, kind: TokenKind, token: [UInt8]) -> [(key: [UInt8], entry: [UInt8])] {
+        installation.topics.map { topic in
+            (StoreKeys.topic(app: installation.app, environment: installation.environment, topic: topic.name, tokenLength: token.count),
+             StoreKeys.topicEntry(minLevel: topic.minLevel, kind: kind, token: token))
+        }
+    }
+
+    private func allTopicEntries(_ installation: Installation) -> [(key: [UInt8], entry: [UInt8])] {
+        installation.tokens.flatMap { topicEntries(installation, kind: $0.kind, token: $0.token) }
+    }
+
+    private func tokenKey(_ installation: Installation, _ kind: TokenKind, _ token: [UInt8]) -> [UInt8] {
+        StoreKeys.token(app: installation.app, environment: installation.environment, kind: kind, token: token)
+    }
+
+    private func register(_ registration: TokenRegistration, now: UInt64) throws(StoreError) {
+        let old = try installation(registration.installationID)
+        var new = old ?? Installation(id: registration.installationID, app: registration.app,
+                                      environment: registration.environment, createdAt: now, updatedAt: now)
+        new.app = registration.app
+        new.environment = registration.environment
+        new.setToken(registration.token, kind: registration.kind)
+        new.topics = registration.topics
+        new.updatedAt = now
+        if let secretHash = registration.secretHash { new.secretHash = secretHash }
+
+        // A token belongs to one installation: a reinstall that got the same token takes it over.
+        let key = tokenKey(new, registration.kind, registration.token)
+        if let entry = try txn.get(databases.tokens, key) {
+            let owner = try StoreKeys.parseTokenValue(entry).installationID
+            if owner != new.id, var previous = try installation(owner) {
+                try unindexToken(of: previous, kind: registration.kind)
+                previous.setToken(nil, kind: registration.kind)
+                try save(previous)
+            }
+        }
+
+        // Rotation and topic changes: drop the old entries the new record no longer has.
+        if let old {
+            let newTokenKeys = new.tokens.map { tokenKey(new, $0.kind, $0.token) }
+            for (kind, token) in old.tokens {
+                let oldKey = tokenKey(old, kind, token)
+                if !newTokenKeys.contains(oldKey) { try txn.delete(databases.tokens, oldKey) }
+            }
+            let newEntries = allTopicEntries(new)
+            for (topicKey, entry) in allTopicEntries(old) where !newEntries.contains(where: { $0.key == topicKey && $0.entry == entry }) {
+                try txn.delete(databases.topics, topicKey, value: entry)
+            }
+        }
+        // (Re-)registering refreshes registered-at: a token registered after a 410 is alive again.
+        // The installation's other token keeps its entry unless the app or environment moved it.
+        for (kind, token) in new.tokens {
+            let unchanged = kind != registration.kind && old?.token(kind) == token
+                && old?.app == new.app && old?.environment == new.environment
+            if !unchanged {
+                try txn.put(databases.tokens, tokenKey(new, kind, token), StoreKeys.tokenValue(registeredAt: now, installationID: new.id))
+            }
+        }
+        for (topicKey, entry) in allTopicEntries(new) {
+            try txn.put(databases.topics, topicKey, entry, flags: MDB_NODUPDATA)
+        }
+        try save(new)
+    }
+
+    /// Removes the `tokens` entry and the `topics` entries of the installation's token of `kind`.
+    private func unindexToken(of installation: Installation, kind: TokenKind) throws(StoreError) {
+        guard let token = installation.token(kind) else { return }
+        try txn.delete(databases.tokens, tokenKey(installation, kind, token))
+        for (topicKey, entry) in topicEntries(installation, kind: kind, token: token) {
+            try txn.delete(databases.topics, topicKey, value: entry)
+        }
+    }
+
+    private func removeToken(app: String, environment: PushEnvironment, kind: TokenKind, token: [UInt8],
+                             registeredBefore: UInt64?) throws(StoreError) -> Bool {
+        let key = StoreKeys.token(app: app, environment: environment, kind: kind, token: token)
+        guard let value = try txn.get(databases.tokens, key) else { return false }
+        let (registeredAt, owner) = try StoreKeys.parseTokenValue(value)
+        if let registeredBefore, registeredAt >= registeredBefore { return false }
+        if var installation = try installation(owner), installation.token(kind) == token {
+            try unindexToken(of: installation, kind: kind)
+            installation.setToken(nil, kind: kind)
+            try save(installation)
+        } else {
+            try txn.delete(databases.tokens, key)
+        }
+        return true
+    }
+
+    private func removeInstallation(_ id: String) throws(StoreError) {
+        guard let installation = try installation(id) else { return }
+        for kind in TokenKind.allCases { try unindexToken(of: installation, kind: kind) }
+        try txn.delete(databases.installations, Array(id.utf8))
+    }
+
+    private func sweep(now: UInt64, installationMaxAge: UInt64) throws(StoreError) -> SweepCounts {
+        var counts = SweepCounts()
+        var expiredInstallations: [String] = []
+        try forEachRecord(databases.installations) { key, value throws(StoreError) in
+            let id = String(decoding: key, as: UTF8.self)
+            let installation = try Installation(id: id, decoding: value)
+            if installation.tokens.isEmpty || installation.updatedAt &+ installationMaxAge < now {
+                expiredInstallations.append(id)
+            }
+        }
+        for id in expiredInstallations { try removeInstallation(id) }
+        counts.installations = expiredInstallations.count
+
+        var expiredActivities: [[UInt8]] = []
+        try forEachRecord(databases.activities) { key, value throws(StoreError) in
+            let activity = try ActivityRecord(id: String(decoding: key, as: UTF8.self), decoding: value)
+            if activity.expiresAt <= now { expiredActivities.append(Array(key)) }
+        }
+        for key in expiredActivities { try txn.delete(databases.activities, key) }
+        counts.activities = expiredActivities.count
+
+        var expiredEvents: [[UInt8]] = []
+        try forEachRecord(databases.events) { key, value throws(StoreError) in
+            let progress = try EventProgress(eventKey: String(decoding: key, as: UTF8.self), decoding: value)
+            if progress.deadline &+ EventProgress.retentionMilliseconds < now { expiredEvents.append(Array(key)) }
+        }
+        for key in expiredEvents { try txn.delete(databases.events, key) }
+        counts.events = expiredEvents.count
+        return counts
+    }
+
+    private func forEachRecord(_ dbi: MDB_dbi, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws(StoreError) -> Void) throws(StoreError) {
+        let cursor = try txn.cursor(dbi)
+        defer { cursor.close() }
+        var position = try cursor.get(MDB_FIRST)
+        while let (key, value) = position {
+            try body(key, value)
+            position = try cursor.get(MDB_NEXT)
+        }
+    }
+}
