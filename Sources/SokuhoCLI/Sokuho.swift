@@ -11,6 +11,8 @@ public enum Sokuho {
         """,
         subcommands: [
             VersionCommand.spec,
+            TokensCommand.spec,
+            StoreCommand.spec,
         ])
 
     /// Runs the command line `arguments` (without the program name) and returns the exit code.

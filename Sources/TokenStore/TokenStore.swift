@@ -88,12 +88,18 @@ public final class TokenStore: @unchecked Sendable {
         }
     }
 
+    /// Queues `operations` and returns at once; `wait()` on the ticket blocks until they commit.
+    /// Lets a producer (an import) keep parsing while the writer commits its previous chunk.
+    public func enqueue(_ operations: [WriteOperation]) throws(StoreError) -> WriteTicket {
+        let ticket = WriteTicket()
+        try submit(operations) { ticket.completion.fulfil($0) }
+        return ticket
+    }
+
     /// Writes `operations` and waits until they are committed.
     @discardableResult
     public func write(_ operations: [WriteOperation]) throws(StoreError) -> [WriteOutcome] {
-        let completion = Completion<Result<[WriteOutcome], StoreError>>()
-        try submit(operations) { completion.fulfil($0) }
-        return try completion.wait().get()
+        try enqueue(operations).wait()
     }
 
     /// Writes `operations` without blocking the calling task's thread.
@@ -233,6 +239,13 @@ public final class TokenStore: @unchecked Sendable {
             }
         }
     }
+}
+
+/// A queued write: `wait()` returns its outcomes once the batch holding it has committed.
+public final class WriteTicket: Sendable {
+    let completion = Completion<Result<[WriteOutcome], StoreError>>()
+
+    public func wait() throws(StoreError) -> [WriteOutcome] { try completion.wait().get() }
 }
 
 extension StoreError {
