@@ -5,8 +5,8 @@ import TokenStore
 /// while the store's writer thread commits the previous chunk, so both cores work.
 enum TokensImportCommand {
     /// Lines per queued chunk; at most `inFlight` chunks wait for the writer.
-    static let chunkSize = 20_000
-    static let inFlight = 2
+    static let chunkSize = 50_000
+    static let inFlight = 6
     /// Bad lines listed one by one; the rest are counted.
     static let listedErrors = 100
 

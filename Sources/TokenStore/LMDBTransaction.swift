@@ -51,6 +51,24 @@ struct LMDBTransaction {
         return true
     }
 
+    /// Stores `value` under `key` unless the key exists (one tree search for the common case of
+    /// a new key). Returns nil when stored, else the existing value (pointing into the map).
+    func insert(_ dbi: MDB_dbi, _ key: [UInt8], _ value: [UInt8]) throws(StoreError) -> UnsafeRawBufferPointer? {
+        var existing = MDB_val()
+        let rc = key.withUnsafeBytes { keyBytes in
+            value.withUnsafeBytes { valueBytes in
+                var keyValue = MDB_val(mv_size: keyBytes.count, mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
+                var dataValue = MDB_val(mv_size: valueBytes.count, mv_data: UnsafeMutableRawPointer(mutating: valueBytes.baseAddress))
+                let rc = mdb_put(handle, dbi, &keyValue, &dataValue, UInt32(MDB_NOOVERWRITE))
+                existing = dataValue
+                return rc
+            }
+        }
+        if rc == MDB_KEYEXIST { return UnsafeRawBufferPointer(start: existing.mv_data, count: existing.mv_size) }
+        try check(rc)
+        return nil
+    }
+
     /// Deletes `key` (with `value`: only that duplicate of a DUPSORT key). Returns whether it existed.
     @discardableResult
     func delete(_ dbi: MDB_dbi, _ key: [UInt8], value: [UInt8]? = nil) throws(StoreError) -> Bool {

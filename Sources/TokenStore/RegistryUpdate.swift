@@ -57,29 +57,44 @@ struct RegistryUpdate {
         StoreKeys.token(app: installation.app, environment: installation.environment, kind: kind, token: token)
     }
 
+    /// Sets the registration's token and topics. Written for the common case, a new installation
+    /// with a new token: then it costs one insert per database (`insert` fails over to the
+    /// update path when the key exists).
     private func register(_ registration: TokenRegistration, now: UInt64) throws(StoreError) {
-        let old = try installation(registration.installationID)
-        var new = old ?? Installation(id: registration.installationID, app: registration.app,
-                                      environment: registration.environment, createdAt: now, updatedAt: now)
-        new.app = registration.app
-        new.environment = registration.environment
+        let idKey = Array(registration.installationID.utf8)
+        var new = Installation(id: registration.installationID, app: registration.app, environment: registration.environment,
+                               secretHash: registration.secretHash ?? [], topics: registration.topics, createdAt: now, updatedAt: now)
         new.setToken(registration.token, kind: registration.kind)
-        new.topics = registration.topics
-        new.updatedAt = now
-        if let secretHash = registration.secretHash { new.secretHash = secretHash }
+        var old: Installation?
+        if let existing = try txn.insert(databases.installations, idKey, new.encoded) {
+            let previous = try Installation(id: registration.installationID, decoding: existing)
+            old = previous
+            new = previous
+            new.app = registration.app
+            new.environment = registration.environment
+            new.setToken(registration.token, kind: registration.kind)
+            new.topics = registration.topics
+            new.updatedAt = now
+            if let secretHash = registration.secretHash { new.secretHash = secretHash }
+            try save(new)
+        }
 
+        // (Re-)registering refreshes registered-at: a token registered after a 410 is alive again.
         // A token belongs to one installation: a reinstall that got the same token takes it over.
         let key = tokenKey(new, registration.kind, registration.token)
-        if let entry = try txn.get(databases.tokens, key) {
-            let owner = try StoreKeys.parseTokenValue(entry).installationID
-            if owner != new.id, var previous = try installation(owner) {
+        let value = StoreKeys.tokenValue(registeredAt: now, installationID: new.id)
+        if let existing = try txn.insert(databases.tokens, key, value) {
+            let owner = try StoreKeys.parseTokenValue(existing).installationID
+            if owner != new.id, var previous = try installation(owner), previous.token(registration.kind) == registration.token {
                 try unindexToken(of: previous, kind: registration.kind)
                 previous.setToken(nil, kind: registration.kind)
                 try save(previous)
             }
+            try txn.put(databases.tokens, key, value)
         }
 
-        // Rotation and topic changes: drop the old entries the new record no longer has.
+        // Rotation, topic, app and environment changes: drop the old entries the new record no
+        // longer has; the other kind's token moves along if the app or environment changed.
         if let old {
             let newTokenKeys = new.tokens.map { tokenKey(new, $0.kind, $0.token) }
             for (kind, token) in old.tokens {
@@ -90,20 +105,13 @@ struct RegistryUpdate {
             for (topicKey, entry) in allTopicEntries(old) where !newEntries.contains(where: { $0.key == topicKey && $0.entry == entry }) {
                 try txn.delete(databases.topics, topicKey, value: entry)
             }
-        }
-        // (Re-)registering refreshes registered-at: a token registered after a 410 is alive again.
-        // The installation's other token keeps its entry unless the app or environment moved it.
-        for (kind, token) in new.tokens {
-            let unchanged = kind != registration.kind && old?.token(kind) == token
-                && old?.app == new.app && old?.environment == new.environment
-            if !unchanged {
+            for (kind, token) in new.tokens where kind != registration.kind && (old.app != new.app || old.environment != new.environment) {
                 try txn.put(databases.tokens, tokenKey(new, kind, token), StoreKeys.tokenValue(registeredAt: now, installationID: new.id))
             }
         }
         for (topicKey, entry) in allTopicEntries(new) {
             try txn.put(databases.topics, topicKey, entry, flags: MDB_NODUPDATA)
         }
-        try save(new)
     }
 
     /// Removes the `tokens` entry and the `topics` entries of the installation's token of `kind`.

@@ -1,0 +1,166 @@
+import Testing
+@testable import TokenStore
+
+/// Registrations, rotation, 410 pruning and sweeping, as the fan-out and the API see them.
+@Suite struct RegistryTests {
+    @Test func registrationIsReadBackWithOwnerAndRegistrationTime() throws {
+        let fixture = StoreFixture()
+        let store = try fixture.open()
+        try store.write([.register(registration("install-1", token(1), topics: [TopicSubscription(name: "region:301", minLevel: 3)]), at: 1_000)])
+        let installation = try #require(try store.installation(id: "install-1"))
+        #expect(installation.pushToStartToken == token(1))
+        #expect(installation.deviceToken == nil)
+        #expect(installation.topics == [TopicSubscription(name: "region:301", minLevel: 3)])
+        #expect(installation.createdAt == 1_000)
+        let owner = try #require(try store.tokenOwner(app: "com.example.eew", environment: .sandbox, kind: .pushToStart, token: token(1)))
+        #expect(owner.installationID == "install-1")
+        #expect(owner.registeredAt == 1_000)
+        #expect(try store.tokenOwner(app: "com.example.eew", environment: .production, kind: .pushToStart, token: token(1)) == nil)
+        #expect(try store.check().isConsistent)
+    }
+
+    @Test func aRotatedTokenReplacesTheOldOneEverywhere() throws {
+        let fixture = StoreFixture()
+        let store = try fixture.open()
+        let topics = [TopicSubscription(name: "region:301"), TopicSubscription(name: "region:302", minLevel: 4)]
+        try store.write([.register(registration("install-1", token(1), topics: topics), at: 1_000)])
+        try store.write([.register(registration("install-1", token(2), topics: topics), at: 2_000)])
+        #expect(try store.installation(id: "install-1")?.pushToStartToken == token(2))
+        #expect(try store.tokenOwner(app: "com.example.eew", environment: .sandbox, kind: .pushToStart, token: token(1)) == nil)
+        #expect(try store.tokenOwner(app: "com.example.eew", environment: .sandbox, kind: .pushToStart, token: token(2))?.registeredAt == 2_000)
+        #expect(try store.targets("region:301") == [token(2)])
+        #expect(try store.targets("region:302") == [token(2)])
+        // Topics are replaced too: dropping region:302 removes the token from it.
+        try store.write([.register(registration("install-1", token(2), topics: [TopicSubscription(name: "region:301")]), at: 3_000)])
+        #expect(try store.targets("region:302").isEmpty)
+        #expect(try store.check().isConsistent)
+    }
+
+    @Test func bothKindsOfTokenShareTheInstallationsTopics() throws {
+        let fixture = StoreFixture()
+        let store = try fixture.open()
+        try store.write([
+            .register(registration("install-1", token(1), kind: .pushToStart), at: 1_000),
+            .register(registration("install-1", token(2), kind: .device), at: 1_000),
+        ])
+        #expect(Set(try store.targets("region:301")) == [token(1), token(2)])
+        #expect(try store.targets("region:301", kind: .device) == [token(2)])
+        #expect(try store.check().isConsistent)
+    }
+
+    @Test func aTokenSeenOnANewInstallationLeavesTheOldOne() throws {
+        let fixture = StoreFixture()
+        let store = try fixture.open()
+        try store.write([.register(registration("old-install", token(7)), at: 1_000)])
+        try store.write([.register(registration("new-install", token(7)), at: 2_000)])
+        #expect(try store.installation(id: "old-install")?.pushToStartToken == nil)
+        #expect(try store.tokenOwner(app: "com.example.eew", environment: .sandbox, kind: .pushToStart, token: token(7))?.installationID == "new-install")
+        #expect(try store.targets("region:301") == [token(7)])
+        #expect(try store.check().isConsistent)
+    }
+
+    @Test func a410PrunesOnlyATokenRegisteredBeforeItsTimestamp() throws {
+        let fixture = StoreFixture()
+        let store = try fixture.open()
+        try store.write([.register(registration("install-1", token(1)), at: 5_000)])
+        let remove = { (before: UInt64?) throws -> [WriteOutcome] in
+            try store.write([.removeToken(app: "com.example.eew", environment: .sandbox, kind: .pushToStart, token: token(1), registeredBefore: before)])
+        }
+        // APNs says the token died at 4 999 ms, but the app registered it again at 5 000: keep it.
+        #expect(try remove(4_999) == [.tokenRemoved(false)])
+        #expect(try remove(5_000) == [.tokenRemoved(false)])
+        #expect(try store.targets("region:301") == [token(1)])
+        #expect(try remove(5_001) == [.tokenRemoved(true)])
+        #expect(try store.targets("region:301").isEmpty)
+        #expect(try store.installation(id: "install-1")?.pushToStartToken == nil)
+        #expect(try remove(nil) == [.tokenRemoved(false)])
+        #expect(try store.check().isConsistent)
+        // The installation has no token left: the sweep removes it.
+        let swept = try store.write([.sweepExpired(now: 6_000, installationMaxAge: 1_000_000)])
+        #expect(swept == [.swept(SweepCounts(installations: 1))])
+        #expect(try store.installation(id: "install-1") == nil)
+    }
+
+    @Test func sweepRemovesExpiredActivitiesStaleInstallationsAndOldEvents() throws {
+        let fixture = StoreFixture()
+        let store = try fixture.open()
+        let hour: UInt64 = 3_600_000
+        // An activity asked to live 12 hours lives 8.
+        let activity = ActivityRecord(id: "act-1", app: "com.example.eew", environment: .sandbox, updateToken: token(9),
+                                      eventKey: "eew-2026-1", startedAt: 0, expiresAt: 12 * hour)
+        #expect(activity.expiresAt == 8 * hour)
+        try store.write([
+            .putActivity(activity),
+            .register(registration("stale", token(1)), at: 0),
+            .register(registration("fresh", token(2)), at: 9 * hour),
+            .putEventProgress(EventProgress(eventKey: "eew-2026-1", phase: .done, deadline: 0, updatedAt: 0)),
+        ])
+        #expect(try store.activity(id: "act-1") == activity)
+        let early = try store.write([.sweepExpired(now: 8 * hour - 1, installationMaxAge: 9 * hour)])
+        #expect(early == [.swept(SweepCounts())])
+        let late = try store.write([.sweepExpired(now: 200 * hour, installationMaxAge: 195 * hour)])
+        #expect(late == [.swept(SweepCounts(installations: 1, activities: 1, events: 1))])
+        #expect(try store.activity(id: "act-1") == nil)
+        #expect(try store.installation(id: "stale") == nil)
+        #expect(try store.installation(id: "fresh") != nil)
+        #expect(try store.eventProgress(eventKey: "eew-2026-1") == nil)
+        #expect(try store.check().isConsistent)
+    }
+
+    @Test func channelsAndEventProgressRoundTrip() throws {
+        let fixture = StoreFixture()
+        let store = try fixture.open()
+        let channel = ChannelRecord(app: "com.example.news", environment: .production, name: "election-2026",
+                                    channelID: "dHN0LXNyY2gtY2hubA==", storagePolicy: .mostRecentMessageStored)
+        let progress = EventProgress(eventKey: "eew-1", phase: .sending, watermark: [32, 0, 1, 2], delivered: 10, failed: 1,
+                                     deadline: 99, updatedAt: 5)
+        try store.write([.putChannel(channel), .putEventProgress(progress)])
+        #expect(try store.channel(app: "com.example.news", environment: .production, name: "election-2026") == channel)
+        #expect(try store.channel(app: "com.example.news", environment: .sandbox, name: "election-2026") == nil)
+        #expect(try store.eventProgress(eventKey: "eew-1") == progress)
+        try store.write([.removeChannel(app: "com.example.news", environment: .production, name: "election-2026")])
+        #expect(try store.channel(app: "com.example.news", environment: .production, name: "election-2026") == nil)
+    }
+
+    @Test func anInvalidOperationFailsItsCallerBeforeAnythingIsQueued() throws {
+        let fixture = StoreFixture()
+        let store = try fixture.open()
+        #expect(throws: StoreError.invalid("token is 3 bytes; a token has 8...200 bytes (16...400 hex digits)")) {
+            try store.write([.register(registration("install-1", [1, 2, 3]), at: 0)])
+        }
+        #expect(throws: StoreError.invalid("topic 'a' is listed twice")) {
+            try store.write([.register(registration("install-1", token(1), topics: [TopicSubscription(name: "a"), TopicSubscription(name: "a")]), at: 0)])
+        }
+        #expect(try store.statistics().installations == 0)
+    }
+
+    @Test func writesQueuedFromManyThreadsAllCommit() async throws {
+        let fixture = StoreFixture()
+        let store = try fixture.open()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for writer in 0..<8 {
+                group.addTask {
+                    for index in 0..<25 {
+                        try await store.write([.register(registration("w\(writer)-\(index)", token(writer * 100 + index)), at: 1)])
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try store.statistics().installations == 200)
+        #expect(try store.targets("region:301").count == 200)
+    }
+
+    @Test func backupIsACompleteStoreAndRefusesToOverwrite() throws {
+        let fixture = StoreFixture()
+        let store = try fixture.open()
+        try store.write((0..<50).map { .register(registration("i\($0)", token($0)), at: 1) })
+        let destination = fixture.directory + "/backup"
+        try store.backup(to: destination)
+        #expect(throws: StoreError.self) { try store.backup(to: destination) }
+        let copy = try TokenStore(directory: destination, options: TokenStore.Options(readOnly: true))
+        #expect(try copy.statistics().installations == 50)
+        #expect(try copy.targets("region:301") == (try store.targets("region:301")))
+        #expect(try copy.check().isConsistent)
+    }
+}
