@@ -4,8 +4,9 @@ import TokenStore
 /// `sokuho tokens import FILE|-`: loads JSON lines of registrations. Parsing runs on this thread
 /// while the store's writer thread commits the previous chunk, so both cores work.
 enum TokensImportCommand {
-    /// Lines per queued chunk; at most `inFlight` chunks wait for the writer.
-    static let chunkSize = 50_000
+    /// Lines per queued chunk (`--batch`); at most `inFlight` chunks wait for the writer, which
+    /// commits what is queued in one transaction (up to `TokenStore.Options.maximumBatch`).
+    static let defaultChunkSize = 50_000
     static let inFlight = 6
     /// Bad lines listed one by one; the rest are counted.
     static let listedErrors = 100
@@ -16,6 +17,7 @@ enum TokensImportCommand {
         options: [
             StoreAccess.option,
             OptionSpec("--strict", help: "import nothing if any line is bad"),
+            OptionSpec("--batch", value: "N", help: "lines per queued write (default \(defaultChunkSize)); a killed import keeps whole batches"),
             OptionSpec("--json", help: "print {\"lines\":…,\"imported\":…,\"bad\":…,\"errors\":[{\"line\":…,\"message\":…}]}"),
         ],
         positionals: [PositionalSpec("FILE", help: "JSON lines, one registration each; - reads stdin")],
@@ -40,6 +42,7 @@ enum TokensImportCommand {
         var reader = try LineReader.open(path)
         defer { reader.close() }
         let strict = invocation.flag("--strict")
+        let chunkSize = try invocation.int("--batch", in: 1...1_000_000) ?? defaultChunkSize
         var lines = 0
         var badLines: [BadLine] = []
         var badCount = 0
