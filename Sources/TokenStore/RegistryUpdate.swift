@@ -1,4 +1,5 @@
 import CLMDB
+import Glibc
 
 /// Applies write operations inside one write transaction and keeps the indexes in step with the
 /// installation records: every token of an installation is in `tokens` (→ owner, registered-at)
@@ -32,6 +33,91 @@ struct RegistryUpdate {
         return .done
     }
 
+    /// Applies a whole batch. Runs of registrations (an import) go through `registerRun`.
+    func apply(batch operations: [WriteOperation]) throws(StoreError) -> [WriteOutcome] {
+        var outcomes: [WriteOutcome] = []
+        outcomes.reserveCapacity(operations.count)
+        var index = 0
+        while index < operations.count {
+            var end = index
+            while end < operations.count, case .register = operations[end] { end += 1 }
+            if end - index >= RegistryUpdate.minimumSortedRun {
+                try registerRun(operations[index..<end])
+                outcomes.append(contentsOf: repeatElement(.done, count: end - index))
+                index = end
+            } else {
+                outcomes.append(try apply(operations[index]))
+                index += 1
+            }
+        }
+        return outcomes
+    }
+
+    /// Runs shorter than this are applied one by one.
+    static let minimumSortedRun = 64
+
+    /// Applies many registrations database by database, each in key order: sorted inserts touch
+    /// each B-tree page once while it is in cache, where input order would jump across the
+    /// whole tree for every line. Valid when no two registrations share an installation or a
+    /// token (then they commute); otherwise the run is applied in input order.
+    private func registerRun(_ run: ArraySlice<WriteOperation>) throws(StoreError) {
+        // Parallel arrays, not an array of tuples: reading one field of a tuple element copied
+        // (and reference-counted) the whole tuple.
+        var registrations: [TokenRegistration] = []
+        var times: [UInt64] = []
+        registrations.reserveCapacity(run.count)
+        times.reserveCapacity(run.count)
+        for operation in run {
+            guard case let .register(registration, now) = operation else { continue }
+            registrations.append(registration)
+            times.append(now)
+        }
+        var ids = KeyArena(capacity: registrations.count, averageKeyLength: 40)
+        var tokenKeys = KeyArena(capacity: registrations.count, averageKeyLength: 56)
+        for registration in registrations {
+            ids.append(registration.installationID.utf8)
+            tokenKeys.append(StoreKeys.token(app: registration.app, environment: registration.environment,
+                                             kind: registration.kind, token: registration.token))
+        }
+        let byID = ids.sortedIndices()
+        let byToken = tokenKeys.sortedIndices()
+        guard !ids.hasDuplicates(in: byID) && !tokenKeys.hasDuplicates(in: byToken) else {
+            for index in registrations.indices { try register(registrations[index], now: times[index]) }
+            return
+        }
+        // 1. Installations in id order; existing ones take the general path.
+        var fresh = [Installation?](repeating: nil, count: registrations.count)
+        for index in byID {
+            let installation = freshInstallation(registrations[index], now: times[index])
+            if try txn.insert(databases.installations, Array(ids.key(index)), installation.encoded) == nil {
+                fresh[index] = installation
+            } else {
+                try register(registrations[index], now: times[index])
+            }
+        }
+        // 2. Tokens of the new installations in key order.
+        for index in byToken {
+            guard let installation = fresh[index] else { continue }
+            try claimToken(of: installation, kind: registrations[index].kind, now: times[index])
+        }
+        // 3. Their topic entries in (key, entry) order. Topic keys are prefix-free (they end in
+        // NUL + length), so ordering the concatenation orders by key, then entry.
+        var entries = KeyArena(capacity: registrations.count, averageKeyLength: 64)
+        var keyLengths: [Int] = []
+        keyLengths.reserveCapacity(registrations.count)
+        for case let installation? in fresh {
+            for (topicKey, entry) in allTopicEntries(installation) {
+                entries.append(topicKey, entry)
+                keyLengths.append(topicKey.count)
+            }
+        }
+        for index in entries.sortedIndices() {
+            let both = entries.key(index)
+            let split = both.startIndex + keyLengths[index]
+            try txn.put(databases.topics, Array(both[..<split]), Array(both[split...]), flags: MDB_NODUPDATA)
+        }
+    }
+
     func installation(_ id: String) throws(StoreError) -> Installation? {
         guard let bytes = try txn.get(databases.installations, Array(id.utf8)) else { return nil }
         return try Installation(id: id, decoding: bytes)
@@ -57,14 +143,20 @@ struct RegistryUpdate {
         StoreKeys.token(app: installation.app, environment: installation.environment, kind: kind, token: token)
     }
 
+    /// The record a registration creates when its installation is new.
+    private func freshInstallation(_ registration: TokenRegistration, now: UInt64) -> Installation {
+        var installation = Installation(id: registration.installationID, app: registration.app, environment: registration.environment,
+                                        secretHash: registration.secretHash ?? [], topics: registration.topics, createdAt: now, updatedAt: now)
+        installation.setToken(registration.token, kind: registration.kind)
+        return installation
+    }
+
     /// Sets the registration's token and topics. Written for the common case, a new installation
     /// with a new token: then it costs one insert per database (`insert` fails over to the
     /// update path when the key exists).
     private func register(_ registration: TokenRegistration, now: UInt64) throws(StoreError) {
         let idKey = Array(registration.installationID.utf8)
-        var new = Installation(id: registration.installationID, app: registration.app, environment: registration.environment,
-                               secretHash: registration.secretHash ?? [], topics: registration.topics, createdAt: now, updatedAt: now)
-        new.setToken(registration.token, kind: registration.kind)
+        var new = freshInstallation(registration, now: now)
         var old: Installation?
         if let existing = try txn.insert(databases.installations, idKey, new.encoded) {
             let previous = try Installation(id: registration.installationID, decoding: existing)
@@ -78,20 +170,7 @@ struct RegistryUpdate {
             if let secretHash = registration.secretHash { new.secretHash = secretHash }
             try save(new)
         }
-
-        // (Re-)registering refreshes registered-at: a token registered after a 410 is alive again.
-        // A token belongs to one installation: a reinstall that got the same token takes it over.
-        let key = tokenKey(new, registration.kind, registration.token)
-        let value = StoreKeys.tokenValue(registeredAt: now, installationID: new.id)
-        if let existing = try txn.insert(databases.tokens, key, value) {
-            let owner = try StoreKeys.parseTokenValue(existing).installationID
-            if owner != new.id, var previous = try installation(owner), previous.token(registration.kind) == registration.token {
-                try unindexToken(of: previous, kind: registration.kind)
-                previous.setToken(nil, kind: registration.kind)
-                try save(previous)
-            }
-            try txn.put(databases.tokens, key, value)
-        }
+        try claimToken(of: new, kind: registration.kind, now: now)
 
         // Rotation, topic, app and environment changes: drop the old entries the new record no
         // longer has; the other kind's token moves along if the app or environment changed.
@@ -112,6 +191,23 @@ struct RegistryUpdate {
         for (topicKey, entry) in allTopicEntries(new) {
             try txn.put(databases.topics, topicKey, entry, flags: MDB_NODUPDATA)
         }
+    }
+
+    /// Points the `tokens` entry of the installation's token of `kind` at it, registered `now`.
+    /// (Re-)registering refreshes registered-at: a token registered after a 410 is alive again.
+    /// A token belongs to one installation: a reinstall that got the same token takes it over.
+    private func claimToken(of installation: Installation, kind: TokenKind, now: UInt64) throws(StoreError) {
+        guard let token = installation.token(kind) else { return }
+        let key = tokenKey(installation, kind, token)
+        let value = StoreKeys.tokenValue(registeredAt: now, installationID: installation.id)
+        guard let existing = try txn.insert(databases.tokens, key, value) else { return }
+        let owner = try StoreKeys.parseTokenValue(existing).installationID
+        if owner != installation.id, var previous = try self.installation(owner), previous.token(kind) == token {
+            try unindexToken(of: previous, kind: kind)
+            previous.setToken(nil, kind: kind)
+            try save(previous)
+        }
+        try txn.put(databases.tokens, key, value)
     }
 
     /// Removes the `tokens` entry and the `topics` entries of the installation's token of `kind`.

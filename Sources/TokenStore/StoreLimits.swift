@@ -18,7 +18,10 @@ public enum StoreLimits {
         guard count <= maximumNameBytes else {
             throw StoreError.invalid("\(field) is \(count) bytes long; at most \(maximumNameBytes) are allowed")
         }
-        guard !value.utf8.contains(where: { $0 < 0x20 || $0 == 0x7f }) else {
+        let hasControl = value.utf8.withContiguousStorageIfAvailable { bytes in
+            bytes.contains { $0 < 0x20 || $0 == 0x7f }
+        } ?? value.utf8.contains { $0 < 0x20 || $0 == 0x7f }
+        guard !hasControl else {
             throw StoreError.invalid("\(field) contains a control character")
         }
     }

@@ -81,13 +81,10 @@ final class StoreWriter: @unchecked Sendable {
             defer { writerLock.release() }
             let attempt: Result<[WriteOutcome], StoreError> = mapGuard.sharedResult { () throws(StoreError) in
                 let txn = try environment.begin(readOnly: false)
-                var outcomes: [WriteOutcome] = []
-                outcomes.reserveCapacity(batch.reduce(0) { $0 + $1.operations.count })
+                let outcomes: [WriteOutcome]
                 do throws(StoreError) {
                     let update = RegistryUpdate(txn: txn, databases: databases)
-                    for pending in batch {
-                        for operation in pending.operations { outcomes.append(try update.apply(operation)) }
-                    }
+                    outcomes = try update.apply(batch: batch.flatMap(\.operations))
                 } catch {
                     txn.abort()
                     throw error

@@ -1,3 +1,5 @@
+import Glibc
+
 /// Parses one line of a token file (`sokuho tokens import`) straight from its bytes:
 ///
 ///     {"installationId":"…","app":"com.example.eew","environment":"sandbox","kind":"pushToStart",
@@ -113,9 +115,10 @@ public struct TokenLineParser {
         }
     }
 
-    private mutating func expect(_ byte: UInt8, _ message: String) throws(Failure) {
+    /// `message` is built only on failure: the happy path of a million lines allocates no text.
+    private mutating func expect(_ byte: UInt8, _ message: @autoclosure () -> String) throws(Failure) {
         skipWhitespace()
-        guard peek() == byte else { throw fail(message) }
+        guard peek() == byte else { throw fail(message()) }
         index += 1
     }
 
@@ -132,18 +135,22 @@ public struct TokenLineParser {
         guard peek() == UInt8(ascii: "\"") else { throw fail("expected a string in double quotes") }
         index += 1
         let start = index
-        // Fast path: no escapes.
+        // Fast path: no escapes. ASCII (ids, bundle ids, topics) needs no UTF-8 validation.
+        var ascii = true
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 defer { index += 1 }
-                guard let text = String(validating: bytes[start..<index], as: UTF8.self) else {
+                let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<index])
+                if ascii { return String(decoding: raw.bindMemory(to: UInt8.self), as: UTF8.self) }
+                guard let text = String(validating: Array(raw), as: UTF8.self) else {
                     throw Failure(column: start + 1, message: "the string is not valid UTF-8")
                 }
                 return text
             }
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw fail("a control character must be escaped inside a string") }
+            if byte >= 0x80 { ascii = false }
             index += 1
         }
         var decoded = Array(bytes[start..<index])
@@ -211,23 +218,33 @@ public struct TokenLineParser {
         }
     }
 
+    /// Hex digit values, 0xff for anything else: one table load per digit.
+    private static let hexTable: [UInt8] = (0..<256).map { hexValue(UInt8($0)) ?? 0xff }
+
     /// The token: a string of an even number of hex digits (no escapes: hex needs none).
     private mutating func parseHexToken() throws(Failure) -> [UInt8] {
         let start = index
-        guard peek() == UInt8(ascii: "\"") else { throw fail("token must be a string of hex digits") }
-        index += 1
-        var token: [UInt8] = []
-        token.reserveCapacity(32)
-        while true {
-            guard let high = peek() else { throw fail("unexpected end of line inside the token") }
-            index += 1
-            if high == UInt8(ascii: "\"") { break }
-            guard let highValue = TokenLineParser.hexValue(high), let low = peek(), let lowValue = TokenLineParser.hexValue(low) else {
-                throw Failure(column: start + 1, message: "token must be an even number of hex digits (0-9, a-f)")
-            }
-            index += 1
-            token.append(highValue << 4 | lowValue)
+        guard peek() == UInt8(ascii: "\""), let base = bytes.baseAddress,
+              let close = memchr(base + index + 1, Int32(UInt8(ascii: "\"")), bytes.count - index - 1) else {
+            throw fail(peek() == UInt8(ascii: "\"") ? "unexpected end of line inside the token" : "token must be a string of hex digits")
         }
+        let digits = UnsafeRawBufferPointer(start: base + index + 1, count: base.distance(to: UnsafeRawPointer(close)) - index - 1)
+        let malformed = Failure(column: start + 1, message: "token must be an even number of hex digits (0-9, a-f)")
+        guard digits.count % 2 == 0 else { throw malformed }
+        var token = [UInt8](repeating: 0, count: digits.count / 2)
+        var bad: UInt8 = 0
+        TokenLineParser.hexTable.withUnsafeBufferPointer { table in
+            token.withUnsafeMutableBufferPointer { out in
+                for position in 0..<out.count {
+                    let high = table[Int(digits[2 * position])]
+                    let low = table[Int(digits[2 * position + 1])]
+                    bad |= high | low
+                    out[position] = high << 4 | (low & 0x0f)
+                }
+            }
+        }
+        guard bad & 0xf0 == 0 else { throw malformed }
+        index += digits.count + 2
         do { try StoreLimits.checkToken(token) } catch { throw Failure(column: start + 1, message: error.description) }
         return token
     }
