@@ -29,17 +29,32 @@ struct KeyArena {
 
     func key(_ index: Int) -> ArraySlice<UInt8> { bytes[starts[index]..<starts[index + 1]] }
 
-    /// Key indices in ascending key order.
+    /// Key indices in ascending key order. Keys of one batch share long prefixes (the app, the
+    /// topic), so the comparison skips the common prefix and first compares the next 8 bytes as
+    /// one big-endian integer; only ties fall back to `memcmp`.
     func sortedIndices() -> [Int] {
         var order = Array(0..<count)
+        let shared = commonPrefixLength()
         bytes.withUnsafeBufferPointer { data in
             starts.withUnsafeBufferPointer { starts in
-                order.withUnsafeMutableBufferPointer { order in
-                    order.sort { a, b in
-                        let aStart = starts[a], aCount = starts[a + 1] - aStart
-                        let bStart = starts[b], bCount = starts[b + 1] - bStart
-                        let order = memcmp(data.baseAddress! + aStart, data.baseAddress! + bStart, min(aCount, bCount))
-                        return order != 0 ? order < 0 : aCount < bCount
+                let base = data.baseAddress!
+                // The 8 bytes after the shared prefix, zero-padded, as a sortable integer.
+                let prefixes: [UInt64] = (0..<count).map { index in
+                    let start = starts[index] + shared
+                    let available = min(8, starts[index + 1] - start)
+                    var value: UInt64 = 0
+                    for offset in 0..<8 { value = value << 8 | (offset < available ? UInt64(base[start + offset]) : 0) }
+                    return value
+                }
+                prefixes.withUnsafeBufferPointer { prefixes in
+                    order.withUnsafeMutableBufferPointer { order in
+                        order.sort { a, b in
+                            if prefixes[a] != prefixes[b] { return prefixes[a] < prefixes[b] }
+                            let aStart = starts[a], aCount = starts[a + 1] - aStart
+                            let bStart = starts[b], bCount = starts[b + 1] - bStart
+                            let order = memcmp(base + aStart, base + bStart, min(aCount, bCount))
+                            return order != 0 ? order < 0 : aCount < bCount
+                        }
                     }
                 }
             }
@@ -47,8 +62,27 @@ struct KeyArena {
         return order
     }
 
+    /// The length of the prefix all keys share.
+    private func commonPrefixLength() -> Int {
+        guard count > 1 else { return 0 }
+        var length = starts[1] - starts[0]
+        for index in 1..<count where length > 0 {
+            let start = starts[index]
+            length = min(length, starts[index + 1] - start)
+            var same = 0
+            while same < length && bytes[same] == bytes[start + same] { same += 1 }
+            length = same
+        }
+        return length
+    }
+
     /// Whether two keys at neighbouring positions of `order` are equal.
     func hasDuplicates(in order: [Int]) -> Bool {
-        zip(order, order.dropFirst()).contains { key($0) == key($1) }
+        bytes.withUnsafeBufferPointer { data in
+            zip(order, order.dropFirst()).contains { a, b in
+                let aCount = starts[a + 1] - starts[a]
+                return aCount == starts[b + 1] - starts[b] && memcmp(data.baseAddress! + starts[a], data.baseAddress! + starts[b], aCount) == 0
+            }
+        }
     }
 }

@@ -30,12 +30,17 @@ public struct TokenRegistration: Sendable, Equatable {
         guard topics.count <= StoreLimits.maximumTopics else {
             throw StoreError.invalid("topics lists \(topics.count) topics; at most \(StoreLimits.maximumTopics) are allowed")
         }
-        var seen = Set<String>()
-        for topic in topics {
-            try StoreLimits.checkName(topic.name, field: "topic name")
-            guard seen.insert(topic.name).inserted else {
-                throw StoreError.invalid("topic '\(topic.name)' is listed twice")
-            }
+        for topic in topics { try StoreLimits.checkName(topic.name, field: "topic name") }
+        // Most installations follow a handful of topics: compare pairwise, hash only long lists.
+        let duplicate: String?
+        if topics.count <= 16 {
+            duplicate = topics.indices.lazy.compactMap { i in
+                topics[(i + 1)...].contains { $0.name == topics[i].name } ? topics[i].name : nil
+            }.first
+        } else {
+            var seen = Set<String>()
+            duplicate = topics.first { !seen.insert($0.name).inserted }?.name
         }
+        if let duplicate { throw StoreError.invalid("topic '\(duplicate)' is listed twice") }
     }
 }
