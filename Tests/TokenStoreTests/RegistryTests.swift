@@ -163,4 +163,33 @@ import Testing
         #expect(try copy.targets("region:301") == (try store.targets("region:301")))
         #expect(try copy.check().isConsistent)
     }
+
+    @Test func aSortedBatchEndsExactlyWhereOneByOneWritesEnd() throws {
+        // Existing installations rotating, new ones, a token taken over from an installation
+        // outside the batch, and topic changes: one batch (sorted per database) must give the
+        // same store as the same registrations written one at a time.
+        let initial: [WriteOperation] = (0..<100).map { .register(registration("i\($0)", token($0)), at: 1) }
+        var batch: [WriteOperation] = []
+        for index in 0..<200 where index % 3 != 0 {
+            let topics = [TopicSubscription(name: "region:\(index % 5)", minLevel: UInt8(index % 3))]
+            let tokenNumber = index == 50 ? 9 : 1000 + index // i50 takes over the token of i9 (not in the batch)
+            batch.append(.register(registration("i\(index)", token(tokenNumber), topics: topics), at: 2))
+        }
+        let sorted = StoreFixture(), oneByOne = StoreFixture()
+        let sortedStore = try sorted.open(), oneByOneStore = try oneByOne.open()
+        try sortedStore.write(initial)
+        try sortedStore.write(batch)
+        try oneByOneStore.write(initial)
+        for operation in batch { try oneByOneStore.write([operation]) }
+        #expect(try sortedStore.statistics().topics == (try oneByOneStore.statistics().topics))
+        for index in 0..<200 {
+            #expect(try sortedStore.installation(id: "i\(index)") == (try oneByOneStore.installation(id: "i\(index)")))
+        }
+        #expect(try sortedStore.installation(id: "i9")?.pushToStartToken == nil)
+        #expect(try sortedStore.tokenOwner(app: "com.example.eew", environment: .sandbox, kind: .pushToStart, token: token(9))?.installationID == "i50")
+        for topic in 0..<5 {
+            #expect(try sortedStore.targets("region:\(topic)") == (try oneByOneStore.targets("region:\(topic)")))
+        }
+        #expect(try sortedStore.check().isConsistent)
+    }
 }
