@@ -8,6 +8,7 @@ enum TokensCommand {
             TokensExportCommand.spec,
             TokensStatsCommand.spec,
             TokensPruneCommand.spec,
+            TokensTargetsCommand.spec,
             TokensGenerateCommand.spec,
         ])
 }
