@@ -48,10 +48,7 @@ public struct ActivityRecord: Sendable, Equatable {
         var reader = RecordReader(bytes, what: "activity '\(id)'")
         self.id = id
         app = try reader.string()
-        guard let environment = PushEnvironment(rawValue: try reader.uint8()) else {
-            throw StoreError.corrupt(path: "", detail: "activity '\(id)' has an unknown environment")
-        }
-        self.environment = environment
+        environment = try reader.environment()
         updateToken = try reader.data()
         eventKey = try reader.string()
         startedAt = try reader.uint64()

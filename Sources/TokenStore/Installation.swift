@@ -70,10 +70,7 @@ public struct Installation: Sendable, Equatable {
         }
         self.id = id
         app = try reader.string()
-        guard let environment = PushEnvironment(rawValue: try reader.uint8()) else {
-            throw StoreError.corrupt(path: "", detail: "installation '\(id)' has an unknown environment")
-        }
-        self.environment = environment
+        environment = try reader.environment()
         secretHash = try reader.data()
         let pushToStart = try reader.data()
         pushToStartToken = pushToStart.isEmpty ? nil : pushToStart

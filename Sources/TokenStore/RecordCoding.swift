@@ -79,6 +79,13 @@ struct RecordReader {
         return Array(buffer[offset..<offset + count])
     }
 
+    mutating func environment() throws(StoreError) -> PushEnvironment {
+        guard let environment = PushEnvironment(rawValue: try uint8()) else {
+            throw StoreError.corrupt(path: "", detail: "\(what) has an unknown environment")
+        }
+        return environment
+    }
+
     mutating func string() throws(StoreError) -> String {
         let count = try length()
         defer { offset += count }

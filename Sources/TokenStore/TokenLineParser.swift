@@ -60,20 +60,10 @@ public struct TokenLineParser {
                 app = try parseName("app")
             case "environment":
                 try once(environment)
-                let start = index
-                let name = try parseString()
-                guard let value = PushEnvironment(name: name) else {
-                    throw Failure(column: start + 1, message: "environment must be \"production\" or \"sandbox\", not \"\(name)\"")
-                }
-                environment = value
+                environment = try parseChoice("environment", ["production", "sandbox"], PushEnvironment.init(name:))
             case "kind":
                 try once(kind)
-                let start = index
-                let name = try parseString()
-                guard let value = TokenKind(name: name) else {
-                    throw Failure(column: start + 1, message: "kind must be \"pushToStart\" or \"device\", not \"\(name)\"")
-                }
-                kind = value
+                kind = try parseChoice("kind", ["pushToStart", "device"], TokenKind.init(name:))
             case "token":
                 try once(token)
                 token = try parseHexToken()
@@ -120,6 +110,17 @@ public struct TokenLineParser {
         skipWhitespace()
         guard peek() == byte else { throw fail(message()) }
         index += 1
+    }
+
+    /// A string that must be one of `names`.
+    private mutating func parseChoice<T>(_ field: String, _ names: [String], _ make: (String) -> T?) throws(Failure) -> T {
+        let start = index
+        let name = try parseString()
+        guard let value = make(name) else {
+            let choices = names.map { "\"\($0)\"" }.joined(separator: " or ")
+            throw Failure(column: start + 1, message: "\(field) must be \(choices), not \"\(name)\"")
+        }
+        return value
     }
 
     private mutating func parseName(_ field: String) throws(Failure) -> String {

@@ -39,7 +39,9 @@ public final class TokenStore: @unchecked Sendable {
     public init(directory: String, options: Options = Options()) throws(StoreError) {
         self.directory = directory
         if options.readOnly {
-            guard access(directory + "/data.mdb", F_OK) == 0 else { throw StoreError.missing(path: directory) }
+            guard access(directory + "/data.mdb", F_OK) == 0 else {
+                throw errno == EACCES ? StoreError.permissionDenied(path: directory) : StoreError.missing(path: directory)
+            }
         } else {
             try TokenStore.makeDirectory(directory)
         }

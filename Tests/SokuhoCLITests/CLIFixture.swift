@@ -25,15 +25,20 @@ final class CLIFixture {
     func file(_ name: String, _ text: String) -> String {
         let path = directory + "/" + name
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        var bytes = Array(text.utf8)
+        CLIFixture.writeAll(fd, text)
+        close(fd)
+        return path
+    }
+
+    /// Writes all of `text` to `fd`.
+    static func writeAll(_ fd: Int32, _ text: String) {
+        let bytes = Array(text.utf8)
         var offset = 0
         while offset < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
             if n <= 0 { break }
             offset += n
         }
-        close(fd)
-        return path
     }
 
     static func readFile(_ path: String) -> String {

@@ -143,13 +143,7 @@ import Testing
         // 1 050 lines, then keep stdin open: the importer commits whole batches of 100 and waits for
         // more, so the last 50 lines are never committed.
         let lines = (0..<1050).map { Self.line(String.padded($0), token: Self.token($0)) + "\n" }.joined()
-        var bytes = Array(lines.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { write(input, $0.baseAddress! + offset, $0.count - offset) }
-            if n <= 0 { break }
-            offset += n
-        }
+        CLIFixture.writeAll(input, lines)
         // Wait until at least 300 lines are committed, then kill it mid-import.
         var committed = 0
         for _ in 0..<500 where committed < 300 {
