@@ -76,7 +76,7 @@ enum TokensImportCommand {
         defer { store.close() }
         var pending: [(ticket: WriteTicket, lines: Int)] = []
         var imported = 0
-        var chunk: [WriteOperation] = []
+        var chunk: [TokenRegistration] = []
         chunk.reserveCapacity(chunkSize)
 
         func waitForOldest() throws(CLIError) {
@@ -87,25 +87,27 @@ enum TokensImportCommand {
         }
         func flush() throws(CLIError) {
             guard !chunk.isEmpty else { return }
-            let ticket = try StoreAccess.run { () throws(StoreError) in try store.enqueue(chunk) }
+            let now = StoreAccess.nowMilliseconds()
+            // Keys are built and sorted here, on the parsing thread; the writer only inserts.
+            let ticket = try StoreAccess.run { () throws(StoreError) in
+                try store.enqueue([.registerBatch(RegistrationBatch(chunk, at: now))])
+            }
             pending.append((ticket, chunk.count))
             chunk.removeAll(keepingCapacity: true)
             if pending.count >= inFlight { try waitForOldest() }
         }
 
-        var now = StoreAccess.nowMilliseconds()
         do throws(CLIError) {
             try reader.forEachLine { number, line throws(CLIError) in
                 guard !isBlank(line) else { return true }
                 lines += 1
                 do throws(TokenLineParser.Failure) {
-                    chunk.append(.register(try TokenLineParser.parse(line), at: now))
+                    chunk.append(try TokenLineParser.parse(line))
                 } catch {
                     note(number, error)
                 }
                 if chunk.count == chunkSize {
                     try flush()
-                    now = StoreAccess.nowMilliseconds()
                 }
                 return true
             }

@@ -12,6 +12,8 @@ struct RegistryUpdate {
         switch operation {
         case let .register(registration, now):
             try register(registration, now: now)
+        case let .registerBatch(batch):
+            try register(batch)
         case let .removeToken(app, environment, kind, token, registeredBefore):
             return .tokenRemoved(try removeToken(app: app, environment: environment, kind: kind, token: token,
                                                  registeredBefore: registeredBefore))
@@ -58,11 +60,8 @@ struct RegistryUpdate {
 
     /// Applies many registrations database by database, each in key order: sorted inserts touch
     /// each B-tree page once while it is in cache, where input order would jump across the
-    /// whole tree for every line. Valid when no two registrations share an installation or a
-    /// token (then they commute); otherwise the run is applied in input order.
+    /// whole tree for every line. See `RegistrationBatch`.
     private func registerRun(_ run: ArraySlice<WriteOperation>) throws(StoreError) {
-        // Parallel arrays, not an array of tuples: reading one field of a tuple element copied
-        // (and reference-counted) the whole tuple.
         var registrations: [TokenRegistration] = []
         var times: [UInt64] = []
         registrations.reserveCapacity(run.count)
@@ -72,48 +71,33 @@ struct RegistryUpdate {
             registrations.append(registration)
             times.append(now)
         }
-        var ids = KeyArena(capacity: registrations.count, averageKeyLength: 40)
-        var tokenKeys = KeyArena(capacity: registrations.count, averageKeyLength: 56)
-        for registration in registrations {
-            ids.append(registration.installationID.utf8)
-            tokenKeys.append(StoreKeys.token(app: registration.app, environment: registration.environment,
-                                             kind: registration.kind, token: registration.token))
-        }
-        let byID = ids.sortedIndices()
-        let byToken = tokenKeys.sortedIndices()
-        guard !ids.hasDuplicates(in: byID) && !tokenKeys.hasDuplicates(in: byToken) else {
-            for index in registrations.indices { try register(registrations[index], now: times[index]) }
+        try register(RegistrationBatch(validated: registrations, times: times))
+    }
+
+    private func register(_ batch: RegistrationBatch) throws(StoreError) {
+        guard batch.isUnique else {
+            for index in 0..<batch.count { try register(batch.registrations[index], now: batch.times[index]) }
             return
         }
         // 1. Installations in id order; existing ones take the general path.
-        var fresh = [Installation?](repeating: nil, count: registrations.count)
-        for index in byID {
-            let installation = freshInstallation(registrations[index], now: times[index])
-            if try txn.insert(databases.installations, Array(ids.key(index)), installation.encoded) == nil {
-                fresh[index] = installation
+        var isFresh = [Bool](repeating: false, count: batch.count)
+        for index in batch.byID {
+            if try txn.insert(databases.installations, Array(batch.ids.key(index)), Array(batch.freshRecords.key(index))) == nil {
+                isFresh[index] = true
             } else {
-                try register(registrations[index], now: times[index])
+                try register(batch.registrations[index], now: batch.times[index])
             }
         }
         // 2. Tokens of the new installations in key order.
-        for index in byToken {
-            guard let installation = fresh[index] else { continue }
-            try claimToken(of: installation, kind: registrations[index].kind, now: times[index])
+        for index in batch.byToken where isFresh[index] {
+            let registration = batch.registrations[index]
+            try claimToken(key: Array(batch.tokenKeys.key(index)), kind: registration.kind, token: registration.token,
+                           installationID: registration.installationID, now: batch.times[index])
         }
-        // 3. Their topic entries in (key, entry) order. Topic keys are prefix-free (they end in
-        // NUL + length), so ordering the concatenation orders by key, then entry.
-        var entries = KeyArena(capacity: registrations.count, averageKeyLength: 64)
-        var keyLengths: [Int] = []
-        keyLengths.reserveCapacity(registrations.count)
-        for case let installation? in fresh {
-            for (topicKey, entry) in allTopicEntries(installation) {
-                entries.append(topicKey, entry)
-                keyLengths.append(topicKey.count)
-            }
-        }
-        for index in entries.sortedIndices() {
-            let both = entries.key(index)
-            let split = both.startIndex + keyLengths[index]
+        // 3. Their topic entries in (key, duplicate) order.
+        for index in batch.byTopicEntry where isFresh[batch.topicOwners[index]] {
+            let both = batch.topicEntries.key(index)
+            let split = both.startIndex + batch.topicKeyLengths[index]
             try txn.put(databases.topics, Array(both[..<split]), Array(both[split...]), flags: MDB_NODUPDATA)
         }
     }
@@ -143,20 +127,12 @@ struct RegistryUpdate {
         StoreKeys.token(app: installation.app, environment: installation.environment, kind: kind, token: token)
     }
 
-    /// The record a registration creates when its installation is new.
-    private func freshInstallation(_ registration: TokenRegistration, now: UInt64) -> Installation {
-        var installation = Installation(id: registration.installationID, app: registration.app, environment: registration.environment,
-                                        secretHash: registration.secretHash ?? [], topics: registration.topics, createdAt: now, updatedAt: now)
-        installation.setToken(registration.token, kind: registration.kind)
-        return installation
-    }
-
     /// Sets the registration's token and topics. Written for the common case, a new installation
     /// with a new token: then it costs one insert per database (`insert` fails over to the
     /// update path when the key exists).
     private func register(_ registration: TokenRegistration, now: UInt64) throws(StoreError) {
         let idKey = Array(registration.installationID.utf8)
-        var new = freshInstallation(registration, now: now)
+        var new = registration.freshInstallation(at: now)
         var old: Installation?
         if let existing = try txn.insert(databases.installations, idKey, new.encoded) {
             let previous = try Installation(id: registration.installationID, decoding: existing)
@@ -194,15 +170,18 @@ struct RegistryUpdate {
     }
 
     /// Points the `tokens` entry of the installation's token of `kind` at it, registered `now`.
-    /// (Re-)registering refreshes registered-at: a token registered after a 410 is alive again.
-    /// A token belongs to one installation: a reinstall that got the same token takes it over.
     private func claimToken(of installation: Installation, kind: TokenKind, now: UInt64) throws(StoreError) {
         guard let token = installation.token(kind) else { return }
-        let key = tokenKey(installation, kind, token)
-        let value = StoreKeys.tokenValue(registeredAt: now, installationID: installation.id)
+        try claimToken(key: tokenKey(installation, kind, token), kind: kind, token: token, installationID: installation.id, now: now)
+    }
+
+    /// (Re-)registering refreshes registered-at: a token registered after a 410 is alive again.
+    /// A token belongs to one installation: a reinstall that got the same token takes it over.
+    private func claimToken(key: [UInt8], kind: TokenKind, token: [UInt8], installationID: String, now: UInt64) throws(StoreError) {
+        let value = StoreKeys.tokenValue(registeredAt: now, installationID: installationID)
         guard let existing = try txn.insert(databases.tokens, key, value) else { return }
         let owner = try StoreKeys.parseTokenValue(existing).installationID
-        if owner != installation.id, var previous = try self.installation(owner), previous.token(kind) == token {
+        if owner != installationID, var previous = try self.installation(owner), previous.token(kind) == token {
             try unindexToken(of: previous, kind: kind)
             previous.setToken(nil, kind: kind)
             try save(previous)

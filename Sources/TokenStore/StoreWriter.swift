@@ -54,7 +54,7 @@ final class StoreWriter: @unchecked Sendable {
 
     private func run() {
         while true {
-            let batch = queue.take(limit: maximumBatch) { $0.operations.count }
+            let batch = queue.take(limit: maximumBatch) { $0.operations.reduce(0) { $0 + $1.weight } }
             if batch.isEmpty { return }
             let result: Result<[WriteOutcome], StoreError>
             do { result = .success(try commit(batch)) } catch { result = .failure(error) }

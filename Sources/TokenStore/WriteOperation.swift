@@ -3,6 +3,8 @@
 public enum WriteOperation: Sendable {
     /// Sets a token and the topics of an installation (creating it); `at` is the time in ms.
     case register(TokenRegistration, at: UInt64)
+    /// Many registrations prepared (validated, sorted) on the caller's thread: an import.
+    case registerBatch(RegistrationBatch)
     /// Removes a token APNs reported dead. With `registeredBefore` (a 410's `timestamp`, ms) the
     /// token is kept if it was registered at or after that moment; nil removes it regardless
     /// (400 `BadDeviceToken`).
@@ -18,10 +20,17 @@ public enum WriteOperation: Sendable {
     /// `installationMaxAge` ms, and event progress past its retention.
     case sweepExpired(now: UInt64, installationMaxAge: UInt64)
 
+    /// How much work the operation is, for batching (a prepared batch counts its registrations).
+    var weight: Int {
+        if case let .registerBatch(batch) = self { return max(1, batch.count) }
+        return 1
+    }
+
     /// Checks the operation's values before it is queued, so a bad value fails its caller alone.
     func validate() throws(StoreError) {
         switch self {
         case let .register(registration, _): try registration.validate()
+        case .registerBatch: break // validated when prepared
         case let .removeToken(app, _, _, token, _):
             try StoreLimits.checkName(app, field: "app")
             try StoreLimits.checkToken(token)

@@ -1,0 +1,78 @@
+/// Many registrations made ready for one sorted write: validated, with their keys, records and
+/// topic entries encoded and sorted in LMDB key order. An import prepares each chunk on its own
+/// thread (`TokenStore.Options` keeps one writer thread), so the writer only inserts.
+///
+/// The sorted path is valid when no two registrations share an installation id or a token (then
+/// they commute); otherwise the writer applies them in input order.
+public struct RegistrationBatch: Sendable {
+    let registrations: [TokenRegistration]
+    let times: [UInt64]
+    let ids: KeyArena
+    let byID: [Int]
+    let tokenKeys: KeyArena
+    let byToken: [Int]
+    /// The encoded record each registration creates if its installation is new.
+    let freshRecords: KeyArena
+    /// Topic key + duplicate of each registration's token under each of its topics.
+    let topicEntries: KeyArena
+    let topicKeyLengths: [Int]
+    let topicOwners: [Int]
+    let byTopicEntry: [Int]
+    let isUnique: Bool
+
+    public var count: Int { registrations.count }
+
+    /// Prepares registrations all made at `now` (ms). Throws for the first invalid one.
+    public init(_ registrations: [TokenRegistration], at now: UInt64) throws(StoreError) {
+        for registration in registrations { try registration.validate() }
+        self.init(validated: registrations, times: Array(repeating: now, count: registrations.count))
+    }
+
+    init(validated registrations: [TokenRegistration], times: [UInt64]) {
+        self.registrations = registrations
+        self.times = times
+        var ids = KeyArena(capacity: registrations.count, averageKeyLength: 40)
+        var tokenKeys = KeyArena(capacity: registrations.count, averageKeyLength: 56)
+        var records = KeyArena(capacity: registrations.count, averageKeyLength: 100)
+        var entries = KeyArena(capacity: registrations.count, averageKeyLength: 64)
+        var keyLengths: [Int] = []
+        var owners: [Int] = []
+        keyLengths.reserveCapacity(registrations.count)
+        owners.reserveCapacity(registrations.count)
+        for (index, registration) in registrations.enumerated() {
+            ids.append(registration.installationID.utf8)
+            tokenKeys.append(StoreKeys.token(app: registration.app, environment: registration.environment,
+                                             kind: registration.kind, token: registration.token))
+            records.append(registration.freshInstallation(at: times[index]).encoded)
+            for topic in registration.topics {
+                let key = StoreKeys.topic(app: registration.app, environment: registration.environment,
+                                          topic: topic.name, tokenLength: registration.token.count)
+                // Topic keys are prefix-free (they end in NUL + length): ordering the
+                // concatenation orders by key, then duplicate.
+                entries.append(key, StoreKeys.topicEntry(minLevel: topic.minLevel, kind: registration.kind, token: registration.token))
+                keyLengths.append(key.count)
+                owners.append(index)
+            }
+        }
+        self.ids = ids
+        self.tokenKeys = tokenKeys
+        byID = ids.sortedIndices()
+        byToken = tokenKeys.sortedIndices()
+        freshRecords = records
+        topicEntries = entries
+        topicKeyLengths = keyLengths
+        topicOwners = owners
+        byTopicEntry = entries.sortedIndices()
+        isUnique = !ids.hasDuplicates(in: byID) && !tokenKeys.hasDuplicates(in: byToken)
+    }
+}
+
+extension TokenRegistration {
+    /// The record this registration creates when its installation is new.
+    func freshInstallation(at now: UInt64) -> Installation {
+        var installation = Installation(id: installationID, app: app, environment: environment, secretHash: secretHash ?? [],
+                                        topics: topics, createdAt: now, updatedAt: now)
+        installation.setToken(token, kind: kind)
+        return installation
+    }
+}
