@@ -18,7 +18,7 @@ enum StoreAccess {
     /// Opens the store named by `--store`; read-only commands never create one.
     static func open(_ invocation: Invocation, readOnly: Bool) throws(CLIError) -> TokenStore {
         do {
-            return try TokenStore(directory: directory(invocation), options: TokenStore.Options(readOnly: readOnly, maximumBatch: 300_000))
+            return try TokenStore(directory: directory(invocation), options: TokenStore.Options(readOnly: readOnly, maximumBatch: 500_000))
         } catch {
             throw cliError(error)
         }

@@ -7,7 +7,7 @@ enum TokensImportCommand {
     /// Lines per queued chunk (`--batch`); at most `inFlight` chunks wait for the writer, which
     /// commits what is queued in one transaction (up to `TokenStore.Options.maximumBatch`).
     static let defaultChunkSize = 50_000
-    static let inFlight = 6
+    static let inFlight = 10
     /// Bad lines listed one by one; the rest are counted.
     static let listedErrors = 100
 

@@ -87,6 +87,10 @@ import Testing
         #expect(json.contains(#""topics":[{"app":"com.example.eew","environment":"sandbox","topic":"region:301","count":2},{"app":"com.example.eew","environment":"sandbox","topic":"region:302","count":1}]"#))
         let (_, text, _) = fixture.run(["tokens", "stats", "--store", fixture.store])
         #expect(text.contains("  com.example.eew sandbox region:301: 2\n"))
+        // Both region:301 tokens have minLevel 3: a level-2 event reaches neither.
+        let targets = ["tokens", "targets", "--app", "com.example.eew", "--environment", "sandbox", "--topic", "region:301", "--json", "--store", fixture.store]
+        #expect(fixture.run(targets + ["--level", "3"]).1.hasPrefix(#"{"targets":2,"pushToStart":2,"device":0,"seconds":"#))
+        #expect(fixture.run(targets + ["--level", "2"]).1.hasPrefix(#"{"targets":0,"#))
     }
 
     @Test func pruneSaysWhatItRemoved() {

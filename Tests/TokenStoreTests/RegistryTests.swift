@@ -131,6 +131,9 @@ import Testing
         #expect(throws: StoreError.invalid("topic 'a' is listed twice")) {
             try store.write([.register(registration("install-1", token(1), topics: [TopicSubscription(name: "a"), TopicSubscription(name: "a")]), at: 0)])
         }
+        #expect(throws: StoreError.invalid("app is empty")) {
+            _ = try RegistrationBatch([registration("install-1", token(1)), registration("install-2", token(2), app: "")], at: 0)
+        }
         #expect(try store.statistics().installations == 0)
     }
 
