@@ -15,10 +15,11 @@ enum StoreAccess {
         invocation.string("--store") ?? defaultDirectory
     }
 
-    /// Opens the store named by `--store`; read-only commands never create one.
-    static func open(_ invocation: Invocation, readOnly: Bool) throws(CLIError) -> TokenStore {
+    /// Opens the store named by `--store`; only `create` (an import) makes a new one.
+    static func open(_ invocation: Invocation, readOnly: Bool, create: Bool = false) throws(CLIError) -> TokenStore {
         do {
-            return try TokenStore(directory: directory(invocation), options: TokenStore.Options(readOnly: readOnly, maximumBatch: 500_000))
+            let options = TokenStore.Options(readOnly: readOnly, create: create, maximumBatch: 500_000)
+            return try TokenStore(directory: directory(invocation), options: options)
         } catch {
             throw cliError(error)
         }

@@ -19,10 +19,14 @@ public final class TokenStore: @unchecked Sendable {
         public var lockTimeout: Double
         /// At most this many operations go into one write transaction.
         public var maximumBatch: Int
+        /// Create the directory and an empty store when there is none (else `StoreError.missing`).
+        public var create: Bool
 
-        public init(mapSize: Int = 64 << 20, readOnly: Bool = false, lockTimeout: Double = 30, maximumBatch: Int = 100_000) {
+        public init(mapSize: Int = 64 << 20, readOnly: Bool = false, create: Bool = true, lockTimeout: Double = 30,
+                    maximumBatch: Int = 100_000) {
             self.mapSize = mapSize
             self.readOnly = readOnly
+            self.create = create
             self.lockTimeout = lockTimeout
             self.maximumBatch = maximumBatch
         }
@@ -38,11 +42,12 @@ public final class TokenStore: @unchecked Sendable {
     /// and migrating an older schema.
     public init(directory: String, options: Options = Options()) throws(StoreError) {
         self.directory = directory
-        if options.readOnly {
+        if options.readOnly || !options.create {
             guard access(directory + "/data.mdb", F_OK) == 0 else {
                 throw errno == EACCES ? StoreError.permissionDenied(path: directory) : StoreError.missing(path: directory)
             }
-        } else {
+        }
+        if !options.readOnly {
             try TokenStore.makeDirectory(directory)
         }
         environment = try LMDBEnvironment(directory: directory, mapSize: options.mapSize, readOnly: options.readOnly)

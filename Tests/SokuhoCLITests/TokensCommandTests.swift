@@ -96,6 +96,7 @@ import Testing
     @Test func pruneSaysWhatItRemoved() {
         let fixture = CLIFixture()
         #expect(fixture.run(["tokens", "prune", "--store", fixture.store]).0 == .usage)
+        #expect(fixture.run(["tokens", "prune", "--expired", "--store", fixture.store]).0 == .noInput)
         _ = fixture.run(["tokens", "import", fixture.file("in.jsonl", Self.line("a", token: Self.token(1))), "--store", fixture.store])
         let (code, out, _) = fixture.run(["tokens", "prune", "--expired", "--json", "--store", fixture.store])
         #expect(code == .success)
