@@ -97,44 +97,31 @@ import Testing
 
 /// Scans one topic in a loop on its own thread, recording how many targets each pass saw.
 final class ScanLoop: @unchecked Sendable {
-    // @unchecked: `counts` and `running` are only touched under `lock`.
+    // @unchecked: `counts` and `running` are only touched inside `lock.locked`.
     private let store: TokenStore
-    private var lock = pthread_mutex_t()
+    private let lock = ConditionLock()
     private var counts: [Int] = []
     private var running = true
     private var thread = pthread_t()
 
-    init(store: TokenStore) {
-        self.store = store
-        pthread_mutex_init(&lock, nil)
-    }
+    init(store: TokenStore) { self.store = store }
 
     func start() {
         let context = Unmanaged.passRetained(self).toOpaque()
         pthread_create(&thread, nil, { context in
             let loop = Unmanaged<ScanLoop>.fromOpaque(context!).takeRetainedValue()
-            while loop.isRunning {
+            while loop.lock.locked({ loop.running }) {
                 // One batch as large as the topic: one read transaction per pass.
                 let count = (try? loop.store.targets("region:301", batch: 1_000_000).count) ?? -1
-                pthread_mutex_lock(&loop.lock)
-                loop.counts.append(count)
-                pthread_mutex_unlock(&loop.lock)
+                loop.lock.locked { loop.counts.append(count) }
             }
             return nil
         }, context)
     }
 
-    private var isRunning: Bool {
-        pthread_mutex_lock(&lock)
-        defer { pthread_mutex_unlock(&lock) }
-        return running
-    }
-
     func stop() -> [Int] {
-        pthread_mutex_lock(&lock)
-        running = false
-        pthread_mutex_unlock(&lock)
+        lock.locked { running = false }
         pthread_join(thread, nil)
-        return counts
+        return lock.locked { counts }
     }
 }
