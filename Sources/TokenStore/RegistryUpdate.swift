@@ -20,9 +20,11 @@ struct RegistryUpdate {
         case let .removeInstallation(id):
             try removeInstallation(id)
         case let .putActivity(activity):
+            try removeActivity(activity.id)
             try txn.put(databases.activities, Array(activity.id.utf8), activity.encoded)
+            try txn.put(databases.activityEvents, Array(activity.eventKey.utf8), Array(activity.id.utf8), flags: MDB_NODUPDATA)
         case let .removeActivity(id):
-            try txn.delete(databases.activities, Array(id.utf8))
+            try removeActivity(id)
         case let .putChannel(channel):
             try txn.put(databases.channels, channel.key, channel.encoded)
         case let .removeChannel(app, environment, name):
@@ -214,6 +216,15 @@ struct RegistryUpdate {
         return true
     }
 
+    /// Removes an activity and its event index entry.
+    private func removeActivity(_ id: String) throws(StoreError) {
+        let key = Array(id.utf8)
+        guard let bytes = try txn.get(databases.activities, key) else { return }
+        let activity = try ActivityRecord(id: id, decoding: bytes)
+        try txn.delete(databases.activityEvents, Array(activity.eventKey.utf8), value: key)
+        try txn.delete(databases.activities, key)
+    }
+
     private func removeInstallation(_ id: String) throws(StoreError) {
         guard let installation = try installation(id) else { return }
         for kind in TokenKind.allCases { try unindexToken(of: installation, kind: kind) }
@@ -233,12 +244,12 @@ struct RegistryUpdate {
         for id in expiredInstallations { try removeInstallation(id) }
         counts.installations = expiredInstallations.count
 
-        var expiredActivities: [[UInt8]] = []
+        var expiredActivities: [String] = []
         try forEachRecord(databases.activities) { key, value throws(StoreError) in
             let activity = try ActivityRecord(id: String(decoding: key, as: UTF8.self), decoding: value)
-            if activity.expiresAt <= now { expiredActivities.append(Array(key)) }
+            if activity.expiresAt <= now { expiredActivities.append(activity.id) }
         }
-        for key in expiredActivities { try txn.delete(databases.activities, key) }
+        for id in expiredActivities { try removeActivity(id) }
         counts.activities = expiredActivities.count
 
         var expiredEvents: [[UInt8]] = []

@@ -72,6 +72,11 @@ extension TokenStore {
             if topicEntries != expectedTopicEntries {
                 problem("the topic index has \(topicEntries) entries, the installations' topics need \(expectedTopicEntries)")
             }
+            let activities = try txn.count(databases.activities)
+            let activityIndex = try txn.count(databases.activityEvents)
+            if activities != activityIndex {
+                problem("the activity index has \(activityIndex) entries for \(activities) activities")
+            }
             for (name, dbi) in [("activity", databases.activities), ("channel", databases.channels), ("event", databases.events)] {
                 let records = try txn.cursor(dbi)
                 defer { records.close() }

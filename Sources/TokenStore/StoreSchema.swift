@@ -9,6 +9,8 @@ struct StoreDatabases: Sendable {
     let activities: MDB_dbi
     let channels: MDB_dbi
     let events: MDB_dbi
+    /// event key → activity ids (DUPSORT): the activities an update or end goes to.
+    let activityEvents: MDB_dbi
 }
 
 /// The store's schema: which databases exist, with which flags, and the migrations that bring an
@@ -29,6 +31,7 @@ enum StoreSchema {
         ("activities", 0),
         ("channels", 0),
         ("events", 0),
+        ("activity-events", MDB_DUPSORT),
     ]
 
     /// One step from schema `from` to `from + 1`, run inside the opening write transaction.
@@ -77,7 +80,7 @@ enum StoreSchema {
             handles.append(handle)
         }
         return StoreDatabases(meta: handles[0], installations: handles[1], tokens: handles[2], topics: handles[3],
-                              activities: handles[4], channels: handles[5], events: handles[6])
+                              activities: handles[4], channels: handles[5], events: handles[6], activityEvents: handles[7])
     }
 
     /// The schema version recorded in `meta`; 0 for an empty environment. An LMDB file with other

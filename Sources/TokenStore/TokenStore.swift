@@ -168,6 +168,45 @@ public final class TokenStore: @unchecked Sendable {
         }
     }
 
+    /// The running activities showing `eventKey` (where an iOS 17 update or end goes), by id.
+    public func activities(eventKey: String) throws(StoreError) -> [ActivityRecord] {
+        try read { txn throws(StoreError) in
+            let cursor = try txn.cursor(databases.activityEvents)
+            defer { cursor.close() }
+            var ids: [String] = []
+            var position = try cursor.get(MDB_SET_KEY, key: Array(eventKey.utf8))
+            while let (_, value) = position {
+                ids.append(String(decoding: value, as: UTF8.self))
+                position = try cursor.get(MDB_NEXT_DUP)
+            }
+            var result: [ActivityRecord] = []
+            for id in ids {
+                guard let bytes = try txn.get(databases.activities, Array(id.utf8)) else {
+                    throw StoreError.corrupt(path: directory, detail: "activity '\(id)' of event '\(eventKey)' is missing")
+                }
+                result.append(try ActivityRecord(id: id, decoding: bytes))
+            }
+            return result
+        }
+    }
+
+    /// The channels of an app in an environment, by name.
+    public func channels(app: String, environment: PushEnvironment) throws(StoreError) -> [ChannelRecord] {
+        try read { txn throws(StoreError) in
+            let prefix = StoreKeys.channel(app: app, environment: environment, name: "")
+            let cursor = try txn.cursor(databases.channels)
+            defer { cursor.close() }
+            var result: [ChannelRecord] = []
+            var position = try cursor.get(MDB_SET_RANGE, key: prefix)
+            while let (key, value) = position, key.count >= prefix.count, Array(key[..<prefix.count]) == prefix {
+                let name = String(decoding: key[prefix.count...], as: UTF8.self)
+                result.append(try ChannelRecord(app: app, environment: environment, name: name, decoding: value))
+                position = try cursor.get(MDB_NEXT)
+            }
+            return result
+        }
+    }
+
     public func channel(app: String, environment: PushEnvironment, name: String) throws(StoreError) -> ChannelRecord? {
         try read { txn throws(StoreError) in
             guard let bytes = try txn.get(databases.channels, StoreKeys.channel(app: app, environment: environment, name: name)) else { return nil }

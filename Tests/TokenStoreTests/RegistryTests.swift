@@ -96,11 +96,19 @@ import Testing
             .putEventProgress(EventProgress(eventKey: "eew-2026-1", phase: .done, deadline: 0, updatedAt: 0)),
         ])
         #expect(try store.activity(id: "act-1") == activity)
+        #expect(try store.activities(eventKey: "eew-2026-1") == [activity])
+        // An activity that moves to another event leaves the old one's list.
+        var moved = activity
+        moved.eventKey = "eew-2026-2"
+        try store.write([.putActivity(moved)])
+        #expect(try store.activities(eventKey: "eew-2026-1").isEmpty)
+        try store.write([.putActivity(activity)])
         let early = try store.write([.sweepExpired(now: 8 * hour - 1, installationMaxAge: 9 * hour)])
         #expect(early == [.swept(SweepCounts())])
         let late = try store.write([.sweepExpired(now: 200 * hour, installationMaxAge: 195 * hour)])
         #expect(late == [.swept(SweepCounts(installations: 1, activities: 1, events: 1))])
         #expect(try store.activity(id: "act-1") == nil)
+        #expect(try store.activities(eventKey: "eew-2026-1").isEmpty)
         #expect(try store.installation(id: "stale") == nil)
         #expect(try store.installation(id: "fresh") != nil)
         #expect(try store.eventProgress(eventKey: "eew-2026-1") == nil)
@@ -117,6 +125,11 @@ import Testing
         try store.write([.putChannel(channel), .putEventProgress(progress)])
         #expect(try store.channel(app: "com.example.news", environment: .production, name: "election-2026") == channel)
         #expect(try store.channel(app: "com.example.news", environment: .sandbox, name: "election-2026") == nil)
+        let other = ChannelRecord(app: "com.example.news", environment: .production, name: "a-night", channelID: "b3RoZXI=",
+                                  storagePolicy: .noMessageStored)
+        try store.write([.putChannel(other)])
+        #expect(try store.channels(app: "com.example.news", environment: .production) == [other, channel])
+        #expect(try store.channels(app: "com.example.new", environment: .production).isEmpty)
         #expect(try store.eventProgress(eventKey: "eew-1") == progress)
         try store.write([.removeChannel(app: "com.example.news", environment: .production, name: "election-2026")])
         #expect(try store.channel(app: "com.example.news", environment: .production, name: "election-2026") == nil)
