@@ -150,6 +150,12 @@ struct RegistryUpdate {
         }
         try claimToken(of: new, kind: registration.kind, now: now)
 
+        // A repeated registration (a daily re-sync) changes no index entry but registered-at.
+        if let old, old.app == new.app, old.environment == new.environment, old.topics == new.topics,
+           old.token(registration.kind) == registration.token {
+            return
+        }
+
         // Rotation, topic, app and environment changes: drop the old entries the new record no
         // longer has; the other kind's token moves along if the app or environment changed.
         if let old {

@@ -17,7 +17,7 @@ struct StoreDatabases: Sendable {
 /// older store up to `currentVersion`. The version and a format marker live in `meta`, so a store
 /// from a newer Sokuho and an unrelated LMDB file are both refused with a clear message.
 enum StoreSchema {
-    static let currentVersion: UInt32 = 1
+    static let currentVersion: UInt32 = 2
     static let formatMarker = Array("sokuho-token-store".utf8)
     static let versionKey = Array("schema-version".utf8)
     static let formatKey = Array("format".utf8)
@@ -44,8 +44,20 @@ enum StoreSchema {
     /// Every migration, in order. Version 0 is an empty LMDB environment.
     static let migrations: [Migration] = [
         Migration(from: 0, summary: "create the databases of schema 1") { txn throws(StoreError) in
-            for database in databases {
+            for database in databases.prefix(7) {
                 _ = try txn.openDatabase(database.name, flags: database.flags, create: true)
+            }
+        },
+        Migration(from: 1, summary: "index activities by event key") { txn throws(StoreError) in
+            let activities = try txn.openDatabase("activities", flags: 0, create: false)!
+            let index = try txn.openDatabase("activity-events", flags: MDB_DUPSORT, create: true)!
+            let cursor = try txn.cursor(activities)
+            defer { cursor.close() }
+            var position = try cursor.get(MDB_FIRST)
+            while let (key, value) = position {
+                let activity = try ActivityRecord(id: String(decoding: key, as: UTF8.self), decoding: value)
+                try txn.put(index, Array(activity.eventKey.utf8), Array(key), flags: MDB_NODUPDATA)
+                position = try cursor.get(MDB_NEXT)
             }
         },
     ]

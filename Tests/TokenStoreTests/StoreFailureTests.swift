@@ -62,6 +62,31 @@ import Testing
         #expect(StoreSchema.migrations.map(\.from) == Array(0..<StoreSchema.currentVersion))
     }
 
+    @Test func aSchema1StoreIsMigratedAndItsActivitiesIndexed() throws {
+        let fixture = StoreFixture()
+        let activity = ActivityRecord(id: "act-1", app: "com.example.eew", environment: .sandbox, updateToken: token(3),
+                                      eventKey: "eew-7", startedAt: 0)
+        do {
+            // A store as schema 1 left it: no activity index yet.
+            let environment = try LMDBEnvironment(directory: fixture.directory, mapSize: 1 << 20, readOnly: false)
+            let txn = try environment.begin(readOnly: false)
+            try StoreSchema.migrations[0].run(txn)
+            let meta = try txn.openDatabase("meta", flags: 0, create: false)!
+            try txn.put(meta, StoreSchema.formatKey, StoreSchema.formatMarker)
+            try txn.put(meta, StoreSchema.versionKey, [0, 0, 0, 1])
+            let activities = try txn.openDatabase("activities", flags: 0, create: false)!
+            try txn.put(activities, Array("act-1".utf8), activity.encoded)
+            try txn.commit()
+        }
+        #expect(throws: StoreError.invalid("the token store at \(fixture.directory) has schema version 1 and needs an upgrade to \(StoreSchema.currentVersion); run any writing command (e.g. sokuho tokens prune --expired) once")) {
+            _ = try fixture.open(TokenStore.Options(readOnly: true))
+        }
+        let store = try fixture.open()
+        #expect(try store.schemaVersion == StoreSchema.currentVersion)
+        #expect(try store.activities(eventKey: "eew-7") == [activity])
+        #expect(try store.check().isConsistent)
+    }
+
     @Test func aWriterWaitsForAnotherProcessThenFailsClearly() throws {
         let fixture = StoreFixture()
         _ = try fixture.open()
