@@ -76,13 +76,22 @@ struct KeyArena {
         return length
     }
 
-    /// Whether two keys at neighbouring positions of `order` are equal.
-    func hasDuplicates(in order: [Int]) -> Bool {
+    /// For each key, a number shared exactly by the equal keys (`order` is `sortedIndices()`).
+    func groups(in order: [Int]) -> [Int] {
+        var groups = [Int](repeating: 0, count: count)
         bytes.withUnsafeBufferPointer { data in
-            zip(order, order.dropFirst()).contains { a, b in
-                let aCount = starts[a + 1] - starts[a]
-                return aCount == starts[b + 1] - starts[b] && memcmp(data.baseAddress! + starts[a], data.baseAddress! + starts[b], aCount) == 0
+            var group = 0
+            for position in order.indices {
+                if position > 0 {
+                    let a = order[position - 1], b = order[position]
+                    let aCount = starts[a + 1] - starts[a]
+                    let equal = aCount == starts[b + 1] - starts[b]
+                        && memcmp(data.baseAddress! + starts[a], data.baseAddress! + starts[b], aCount) == 0
+                    if !equal { group += 1 }
+                }
+                groups[order[position]] = group
             }
         }
+        return groups
     }
 }

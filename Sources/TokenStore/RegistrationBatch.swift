@@ -1,9 +1,12 @@
 /// Many registrations made ready for one sorted write: validated, with their keys, records and
-/// topic entries encoded and sorted in LMDB key order. An import prepares each chunk on its own
-/// thread (`TokenStore.Options` keeps one writer thread), so the writer only inserts.
+/// topic entries encoded and sorted in LMDB key order. An import prepares each chunk on its
+/// parsing thread (`WriteOperation.registerBatch`), so the one writer thread only inserts.
 ///
-/// The sorted path is valid when no two registrations share an installation id or a token (then
-/// they commute); otherwise the writer applies them in input order.
+/// Registrations that share neither an installation nor a token commute, so they may be applied
+/// in any order. Those that do share one keep their input order through rounds: a registration
+/// goes into the round after the last earlier one it shares an installation or a token with
+/// (an installation's push-to-start and device lines: rounds 0 and 1). Each round is applied in
+/// key order, the rounds one after another.
 public struct RegistrationBatch: Sendable {
     let registrations: [TokenRegistration]
     let times: [UInt64]
@@ -18,7 +21,9 @@ public struct RegistrationBatch: Sendable {
     let topicKeyLengths: [Int]
     let topicOwners: [Int]
     let byTopicEntry: [Int]
-    let isUnique: Bool
+    /// The round of each registration, and how many rounds there are.
+    let rounds: [Int]
+    let roundCount: Int
 
     public var count: Int { registrations.count }
 
@@ -63,7 +68,24 @@ public struct RegistrationBatch: Sendable {
         topicKeyLengths = keyLengths
         topicOwners = owners
         byTopicEntry = entries.sortedIndices()
-        isUnique = !ids.hasDuplicates(in: byID) && !tokenKeys.hasDuplicates(in: byToken)
+        (rounds, roundCount) = RegistrationBatch.rounds(idGroups: ids.groups(in: byID), tokenGroups: tokenKeys.groups(in: byToken))
+    }
+
+    /// Greedy rounds in input order: one past the latest round of an earlier registration with the
+    /// same installation or token.
+    static func rounds(idGroups: [Int], tokenGroups: [Int]) -> (rounds: [Int], count: Int) {
+        var lastOfID = [Int](repeating: -1, count: (idGroups.max() ?? -1) + 1)
+        var lastOfToken = [Int](repeating: -1, count: (tokenGroups.max() ?? -1) + 1)
+        var rounds = [Int](repeating: 0, count: idGroups.count)
+        var count = 0
+        for index in idGroups.indices {
+            let round = max(lastOfID[idGroups[index]], lastOfToken[tokenGroups[index]]) + 1
+            rounds[index] = round
+            lastOfID[idGroups[index]] = round
+            lastOfToken[tokenGroups[index]] = round
+            count = max(count, round + 1)
+        }
+        return (rounds, count)
     }
 }
 

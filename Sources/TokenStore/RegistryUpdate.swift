@@ -77,13 +77,13 @@ struct RegistryUpdate {
     }
 
     private func register(_ batch: RegistrationBatch) throws(StoreError) {
-        guard batch.isUnique else {
-            for index in 0..<batch.count { try register(batch.registrations[index], now: batch.times[index]) }
-            return
-        }
+        for round in 0..<batch.roundCount { try register(batch, round: round) }
+    }
+
+    private func register(_ batch: RegistrationBatch, round: Int) throws(StoreError) {
         // 1. Installations in id order; existing ones take the general path.
         var isFresh = [Bool](repeating: false, count: batch.count)
-        for index in batch.byID {
+        for index in batch.byID where batch.rounds[index] == round {
             if try txn.insert(databases.installations, Array(batch.ids.key(index)), Array(batch.freshRecords.key(index))) == nil {
                 isFresh[index] = true
             } else {

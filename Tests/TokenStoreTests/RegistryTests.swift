@@ -191,21 +191,55 @@ import Testing
             let tokenNumber = index == 50 ? 9 : 1000 + index // i50 takes over the token of i9 (not in the batch)
             batch.append(.register(registration("i\(index)", token(tokenNumber), topics: topics), at: 2))
         }
-        let sorted = StoreFixture(), oneByOne = StoreFixture()
-        let sortedStore = try sorted.open(), oneByOneStore = try oneByOne.open()
-        try sortedStore.write(initial)
-        try sortedStore.write(batch)
-        try oneByOneStore.write(initial)
-        for operation in batch { try oneByOneStore.write([operation]) }
-        #expect(try sortedStore.statistics().topics == (try oneByOneStore.statistics().topics))
-        for index in 0..<200 {
-            #expect(try sortedStore.installation(id: "i\(index)") == (try oneByOneStore.installation(id: "i\(index)")))
-        }
+        let (sortedStore, fixture) = try expectSameAsOneByOne(initial: initial, batch: batch, ids: (0..<200).map { "i\($0)" })
+        defer { withExtendedLifetime(fixture) {} }
         #expect(try sortedStore.installation(id: "i9")?.pushToStartToken == nil)
         #expect(try sortedStore.tokenOwner(app: "com.example.eew", environment: .sandbox, kind: .pushToStart, token: token(9))?.installationID == "i50")
-        for topic in 0..<5 {
-            #expect(try sortedStore.targets("region:\(topic)") == (try oneByOneStore.targets("region:\(topic)")))
+    }
+
+    @Test func aBatchThatRepeatsInstallationsAndTokensKeepsInputOrder() throws {
+        // Both kinds of token per installation (two lines each), an installation registered three
+        // times with changing topics and tokens, a token handed from one new installation to
+        // another inside the batch: rounds keep each of these in input order.
+        var batch: [WriteOperation] = []
+        for index in 0..<80 {
+            batch.append(.register(registration("n\(index)", token(5000 + index), kind: .pushToStart), at: 3))
+            batch.append(.register(registration("n\(index)", token(6000 + index), kind: .device,
+                                                topics: [TopicSubscription(name: "region:\(index % 4)")]), at: 3))
+        }
+        batch.append(.register(registration("n3", token(7001), topics: [TopicSubscription(name: "a")]), at: 4))
+        batch.append(.register(registration("n3", token(7002), topics: [TopicSubscription(name: "b", minLevel: 2)]), at: 5))
+        batch.append(.register(registration("x1", token(8000)), at: 6))
+        batch.append(.register(registration("x2", token(8000)), at: 7))
+        let (store, fixture) = try expectSameAsOneByOne(initial: [], batch: batch, ids: (0..<80).map { "n\($0)" } + ["x1", "x2"])
+        defer { withExtendedLifetime(fixture) {} }
+        #expect(try store.installation(id: "n3")?.pushToStartToken == token(7002))
+        #expect(try store.installation(id: "n3")?.topics == [TopicSubscription(name: "b", minLevel: 2)])
+        #expect(try store.installation(id: "x1")?.pushToStartToken == nil)
+        #expect(try store.tokenOwner(app: "com.example.eew", environment: .sandbox, kind: .pushToStart, token: token(8000))?.installationID == "x2")
+    }
+
+    /// Writes `batch` in one go to one store and one operation at a time to another, compares
+    /// them, and returns the first (with its directory, kept until the caller is done).
+    func expectSameAsOneByOne(initial: [WriteOperation], batch: [WriteOperation], ids: [String]) throws -> (TokenStore, StoreFixture) {
+        let sorted = StoreFixture(), oneByOne = StoreFixture()
+        let sortedStore = try sorted.open(), oneByOneStore = try oneByOne.open()
+        if !initial.isEmpty {
+            try sortedStore.write(initial)
+            try oneByOneStore.write(initial)
+        }
+        try sortedStore.write(batch)
+        for operation in batch { try oneByOneStore.write([operation]) }
+        let topics = try sortedStore.statistics().topics
+        #expect(topics == (try oneByOneStore.statistics().topics))
+        for id in ids {
+            #expect(try sortedStore.installation(id: id) == (try oneByOneStore.installation(id: id)), "\(id)")
+        }
+        for topic in topics {
+            #expect(try sortedStore.targets(topic.topic) == (try oneByOneStore.targets(topic.topic)))
         }
         #expect(try sortedStore.check().isConsistent)
+        withExtendedLifetime((oneByOne, oneByOneStore)) {}
+        return (sortedStore, sorted)
     }
 }
