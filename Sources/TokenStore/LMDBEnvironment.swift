@@ -59,6 +59,13 @@ final class LMDBEnvironment: @unchecked Sendable {
         guard rc == 0 else { throw StoreError.from(rc, path: path) }
     }
 
+    /// Frees the reader slots of processes that died inside a read transaction (a killed
+    /// `sokuho`), which would otherwise pin old pages and make the file grow.
+    func clearStaleReaders() {
+        var cleared: Int32 = 0
+        _ = mdb_reader_check(handle, &cleared)
+    }
+
     /// Begins a transaction (a read-only one when `readOnly`).
     func begin(readOnly: Bool) throws(StoreError) -> LMDBTransaction {
         var txn: OpaquePointer?

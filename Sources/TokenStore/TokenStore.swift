@@ -62,6 +62,7 @@ public final class TokenStore: @unchecked Sendable {
             }
             writer = nil
         } else {
+            environment.clearStaleReaders()
             let lock = try WriterLock(directory: directory, timeout: options.lockTimeout)
             try lock.acquire()
             defer { lock.release() }
