@@ -27,7 +27,7 @@ let package = Package(
         // HTTP/2 framing on nghttp2.
         .target(name: "HTTP2", dependencies: ["CNghttp2", "CSystem", "CMbedTLS", "Crypto"]),
         // The LMDB token store.
-        .target(name: "TokenStore", dependencies: ["CLMDB"]),
+        .target(name: "TokenStore", dependencies: ["CLMDB", "JSONCore"]),
         // The command line: one table-driven parser, one file per sub-command.
         .target(name: "SokuhoCLI", dependencies: ["JSONCore", "APNs", "Crypto", "HTTP2", "Sender", "Simulator", "TokenStore"]),
         // The sending engine: connection pool, push jobs, retries, outcomes.
@@ -45,6 +45,7 @@ let package = Package(
         .testTarget(name: "SenderTests", dependencies: ["Sender", "Simulator", "HTTP2", "Crypto", "APNs"]),
         // Keys, JWTs and certificates checked against independent implementations (openssl, Python).
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "CMbedTLS"], exclude: ["Fixtures"]),
+        .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "JSONCore"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -23,6 +23,8 @@ public final class Console: @unchecked Sendable {
 
     /// Prints a line to stdout.
     public func print(_ line: String) { writeOut(line + "\n") }
+    /// Writes text to stdout as is (bulk output that carries its own newlines).
+    public func write(_ text: String) { writeOut(text) }
     /// Prints a line to stderr.
     public func error(_ line: String) { writeErr(line + "\n") }
     /// Writes to stderr without a newline (progress lines that redraw with "\r").

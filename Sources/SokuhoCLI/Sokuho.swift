@@ -15,6 +15,8 @@ public enum Sokuho {
             SimulatorCommand.spec,
             BenchCommand.spec,
             VersionCommand.spec,
+            TokensCommand.spec,
+            StoreCommand.spec,
         ])
 
     /// Runs the command line `arguments` (without the program name) and returns the exit code.

@@ -1,0 +1,10 @@
+/// `sokuho store …`: the token store as a whole (backup, integrity).
+enum StoreCommand {
+    static let spec = CommandSpec(
+        "store",
+        summary: "back up and check the token store",
+        subcommands: [
+            StoreBackupCommand.spec,
+            StoreCheckCommand.spec,
+        ])
+}

@@ -1,0 +1,82 @@
+import TokenStore
+
+/// `sokuho tokens generate`: a synthetic import file, so the token store benchmarks in the README
+/// can be reproduced anywhere. Deterministic for a given `--seed`.
+enum TokensGenerateCommand {
+    static let spec = CommandSpec(
+        "generate",
+        summary: "write N synthetic registrations as JSON lines to stdout (for benchmarks and tests)",
+        options: [
+            OptionSpec("--count", value: "N", help: "how many lines (default 1000)"),
+            OptionSpec("--topics", value: "K", help: "installations are spread over topics region:0 … region:K-1 (default 1)"),
+            OptionSpec("--levels", value: "L", help: "minLevel is drawn from 0 … L-1 (default 1: all 0)"),
+            OptionSpec("--app", value: "BUNDLE", help: "the app of every line (default com.example.eew)"),
+            OptionSpec("--environment", value: "ENV", help: "production or sandbox (default sandbox)"),
+            OptionSpec("--kind", value: "KIND", help: "pushToStart or device (default pushToStart)"),
+            OptionSpec("--seed", value: "S", help: "random seed (default 1); the same seed gives the same file"),
+        ],
+        details: """
+        Each line has a random UUID-like installationId, a random 32-byte token and one topic.
+        Example (the README's import benchmark):
+          sokuho tokens generate --count 1000000 --topics 1 > tokens.jsonl
+          sokuho tokens import tokens.jsonl --store /tmp/bench-store
+        """,
+        run: { invocation throws(CLIError) in
+            let count = try invocation.int("--count", in: 0...100_000_000) ?? 1000
+            let topics = try invocation.int("--topics", in: 1...1_000_000) ?? 1
+            let levels = try invocation.int("--levels", in: 1...256) ?? 1
+            let seed = try invocation.int("--seed", in: 0...Int.max) ?? 1
+            let app = invocation.string("--app") ?? "com.example.eew"
+            let environment = PushEnvironment(name: try invocation.choice("--environment", ["production", "sandbox"]) ?? "sandbox")!
+            let kind = TokenKind(name: try invocation.choice("--kind", ["pushToStart", "device"]) ?? "pushToStart")!
+            var random = SplitMix64(seed: UInt64(seed))
+            var buffer: [UInt8] = []
+            buffer.reserveCapacity(1 << 20)
+            for _ in 0..<count {
+                let topic = Int(random.next() % UInt64(topics))
+                let level = UInt8(random.next() % UInt64(levels))
+                var token: [UInt8] = []
+                for _ in 0..<4 { withUnsafeBytes(of: random.next()) { token.append(contentsOf: $0) } }
+                let installation = Installation(id: uuid(&random), app: app, environment: environment,
+                                                topics: [TopicSubscription(name: "region:\(topic)", minLevel: level)],
+                                                createdAt: 0, updatedAt: 0)
+                var withToken = installation
+                withToken.setToken(token, kind: kind)
+                TokenLineWriter.append(withToken, kind: kind, to: &buffer)
+                if buffer.count >= 1 << 20 {
+                    invocation.console.write(String(decoding: buffer, as: UTF8.self))
+                    buffer.removeAll(keepingCapacity: true)
+                }
+            }
+            invocation.console.write(String(decoding: buffer, as: UTF8.self))
+            return .success
+        })
+
+    /// A random version-4-shaped UUID string (8-4-4-4-12 lowercase hex).
+    static func uuid(_ random: inout SplitMix64) -> String {
+        let digits = Array("0123456789abcdef")
+        var high = random.next()
+        var low = random.next()
+        var text = ""
+        for index in 0..<32 {
+            if index == 8 || index == 12 || index == 16 || index == 20 { text.append("-") }
+            let source = index < 16 ? high : low
+            text.append(digits[Int(source >> 60)])
+            if index < 16 { high <<= 4 } else { low <<= 4 }
+        }
+        return text
+    }
+}
+
+/// A tiny deterministic random generator (SplitMix64): the same seed gives the same file.
+struct SplitMix64 {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9e3779b97f4a7c15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xbf58476d1ce4e5b9
+        z = (z ^ (z >> 27)) &* 0x94d049bb133111eb
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,162 @@
+import JSONCore
+import TokenStore
+
+/// `sokuho tokens import FILE|-`: loads JSON lines of registrations. Parsing runs on this thread
+/// while the store's writer thread commits the previous chunk, so both cores work.
+enum TokensImportCommand {
+    /// Lines per queued chunk (`--batch`); at most `inFlight` chunks wait for the writer, which
+    /// commits what is queued in one transaction (up to `TokenStore.Options.maximumBatch`).
+    static let defaultChunkSize = 50_000
+    static let inFlight = 10
+    /// Bad lines listed one by one; the rest are counted.
+    static let listedErrors = 100
+
+    static let spec = CommandSpec(
+        "import",
+        summary: "import registrations from JSON lines (a file or - for stdin)",
+        options: [
+            StoreAccess.option,
+            OptionSpec("--strict", help: "import nothing if any line is bad"),
+            OptionSpec("--batch", value: "N", help: "lines per queued write (default \(defaultChunkSize)); a killed import keeps whole batches"),
+            OptionSpec("--json", help: "print {\"lines\":…,\"imported\":…,\"bad\":…,\"errors\":[{\"line\":…,\"message\":…}]}"),
+        ],
+        positionals: [PositionalSpec("FILE", help: "JSON lines, one registration each; - reads stdin")],
+        details: """
+        Each line is one object:
+          {"installationId":"…","app":"com.example.eew","environment":"sandbox","kind":"pushToStart",
+           "token":"<hex>","topics":[{"name":"region:301","minLevel":3}]}
+        kind is pushToStart or device; minLevel (0-255) is optional, default 0. A line sets that token
+        of the installation (a new token replaces the old one everywhere) and replaces its topics.
+        Bad lines are reported with their line numbers and the rest is imported (exit 65 if any was
+        bad); with --strict nothing is imported when a line is bad (the file is read twice; stdin is
+        held in memory). Blank lines are skipped. Chunks of --batch lines are parsed while earlier ones
+        commit; up to 10 chunks wait, so memory grows with --batch (≈1.2 GB peak RSS at the default
+        for 1M lines, most of it the mapped store). A killed import keeps the chunks committed so far.
+        """,
+        run: { invocation throws(CLIError) in try run(invocation) })
+
+    struct BadLine {
+        let line: Int
+        let message: String
+    }
+
+    static func run(_ invocation: Invocation) throws(CLIError) -> ExitCode {
+        let path = invocation.positional("FILE")!
+        var reader = try LineReader.open(path)
+        defer { reader.close() }
+        let strict = invocation.flag("--strict")
+        let chunkSize = try invocation.int("--batch", in: 1...1_000_000) ?? defaultChunkSize
+        var lines = 0
+        var badLines: [BadLine] = []
+        var badCount = 0
+
+        func note(_ line: Int, _ failure: TokenLineParser.Failure) {
+            badCount += 1
+            if badLines.count < listedErrors { badLines.append(BadLine(line: line, message: failure.description)) }
+        }
+
+        if strict {
+            // First pass: parse only. Stdin is kept in memory for the second pass.
+            if case .descriptor(0) = reader.source { reader = try reader.slurp() }
+            try reader.forEachLine { number, line throws(CLIError) in
+                guard !isBlank(line) else { return true }
+                lines += 1
+                do throws(TokenLineParser.Failure) { _ = try TokenLineParser.parse(line) } catch { note(number, error) }
+                return true
+            }
+            if badCount > 0 {
+                report(invocation, lines: lines, imported: 0, badCount: badCount, badLines: badLines)
+                throw CLIError.data("\(badCount) bad line\(badCount == 1 ? "" : "s") in \(path); nothing imported (--strict)")
+            }
+            if case .descriptor = reader.source {
+                reader.close()
+                reader = try LineReader.open(path)
+            }
+            lines = 0
+        }
+
+        let store = try StoreAccess.open(invocation, readOnly: false, create: true)
+        defer { store.close() }
+        var pending: [(ticket: WriteTicket, lines: Int)] = []
+        var imported = 0
+        var chunk: [TokenRegistration] = []
+        chunk.reserveCapacity(chunkSize)
+
+        func waitForOldest() throws(CLIError) {
+            let (ticket, count) = pending.removeFirst()
+            _ = try StoreAccess.run { () throws(StoreError) in try ticket.wait() }
+            imported += count
+            if invocation.console.isTerminal { invocation.console.progress("\rimported \(imported) lines…") }
+        }
+        func flush() throws(CLIError) {
+            guard !chunk.isEmpty else { return }
+            let now = StoreAccess.nowMilliseconds()
+            // Keys are built and sorted here, on the parsing thread; the writer only inserts.
+            let ticket = try StoreAccess.run { () throws(StoreError) in
+                try store.enqueue([.registerBatch(RegistrationBatch(chunk, at: now))])
+            }
+            pending.append((ticket, chunk.count))
+            chunk.removeAll(keepingCapacity: true)
+            if pending.count >= inFlight { try waitForOldest() }
+        }
+
+        do throws(CLIError) {
+            try reader.forEachLine { number, line throws(CLIError) in
+                guard !isBlank(line) else { return true }
+                lines += 1
+                do throws(TokenLineParser.Failure) {
+                    chunk.append(try TokenLineParser.parse(line))
+                } catch {
+                    note(number, error)
+                }
+                if chunk.count == chunkSize {
+                    try flush()
+                }
+                return true
+            }
+            try flush()
+            while !pending.isEmpty { try waitForOldest() }
+        } catch {
+            // Chunks commit in order: what was imported is a prefix of the good lines.
+            while !pending.isEmpty { try? waitForOldest() }
+            invocation.console.progress("\r")
+            throw CLIError(error.code, "\(error.message) (\(imported) lines had been imported)")
+        }
+        invocation.console.progress("\r")
+        report(invocation, lines: lines, imported: imported, badCount: badCount, badLines: badLines)
+        if badCount > 0 {
+            throw CLIError.data("\(badCount) bad line\(badCount == 1 ? "" : "s") in \(path) skipped; the other \(imported) were imported")
+        }
+        return .success
+    }
+
+    static func isBlank(_ line: UnsafeRawBufferPointer) -> Bool {
+        line.allSatisfy { $0 == 0x20 || $0 == 0x09 }
+    }
+
+    static func report(_ invocation: Invocation, lines: Int, imported: Int, badCount: Int, badLines: [BadLine]) {
+        let console = invocation.console
+        if invocation.flag("--json") {
+            var writer = JSONWriter()
+            writer.beginObject()
+            writer.key("lines"); writer.int(lines)
+            writer.key("imported"); writer.int(imported)
+            writer.key("bad"); writer.int(badCount)
+            writer.key("errors")
+            writer.beginArray()
+            for bad in badLines {
+                writer.beginObject()
+                writer.key("line"); writer.int(bad.line)
+                writer.key("message"); writer.string(bad.message)
+                writer.endObject()
+            }
+            writer.endArray()
+            writer.endObject()
+            console.print(writer.string)
+        } else {
+            for bad in badLines { console.error("line \(bad.line): \(bad.message)") }
+            if badCount > badLines.count { console.error("… and \(badCount - badLines.count) more bad lines") }
+            console.print("imported \(imported) of \(lines) lines (\(badCount) bad)")
+        }
+    }
+}

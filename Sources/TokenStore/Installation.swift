@@ -1,0 +1,91 @@
+/// One app install on one phone: its tokens, the topics it follows and when it was last heard
+/// from. Topics belong to the installation, so each of its tokens is listed under each topic.
+public struct Installation: Sendable, Equatable {
+    public var id: String
+    public var app: String
+    public var environment: PushEnvironment
+    /// SHA-256 of the secret the app uses to authenticate to the registration API (empty: none).
+    public var secretHash: [UInt8]
+    public var pushToStartToken: [UInt8]?
+    public var deviceToken: [UInt8]?
+    /// In the order the app sent them.
+    public var topics: [TopicSubscription]
+    /// Milliseconds since 1970.
+    public var createdAt: UInt64
+    /// Milliseconds since 1970; an installation not refreshed for long is swept.
+    public var updatedAt: UInt64
+
+    public init(id: String, app: String, environment: PushEnvironment, secretHash: [UInt8] = [],
+                pushToStartToken: [UInt8]? = nil, deviceToken: [UInt8]? = nil, topics: [TopicSubscription] = [],
+                createdAt: UInt64, updatedAt: UInt64) {
+        self.id = id
+        self.app = app
+        self.environment = environment
+        self.secretHash = secretHash
+        self.pushToStartToken = pushToStartToken
+        self.deviceToken = deviceToken
+        self.topics = topics
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+
+    /// The token of `kind`, if the installation has one.
+    public func token(_ kind: TokenKind) -> [UInt8]? {
+        kind == .pushToStart ? pushToStartToken : deviceToken
+    }
+
+    public mutating func setToken(_ token: [UInt8]?, kind: TokenKind) {
+        if kind == .pushToStart { pushToStartToken = token } else { deviceToken = token }
+    }
+
+    /// (kind, token) for each token it holds, push-to-start first.
+    public var tokens: [(kind: TokenKind, token: [UInt8])] {
+        TokenKind.allCases.compactMap { kind in token(kind).map { (kind, $0) } }
+    }
+
+    static let layoutVersion: UInt8 = 1
+
+    var encoded: [UInt8] {
+        var writer = RecordWriter(capacity: 128)
+        writer.uint8(Installation.layoutVersion)
+        writer.string(app)
+        writer.uint8(environment.rawValue)
+        writer.data(secretHash)
+        writer.data(pushToStartToken ?? [])
+        writer.data(deviceToken ?? [])
+        writer.uint64(createdAt)
+        writer.uint64(updatedAt)
+        writer.length(topics.count)
+        for topic in topics {
+            writer.string(topic.name)
+            writer.uint8(topic.minLevel)
+        }
+        return writer.bytes
+    }
+
+    init(id: String, decoding bytes: UnsafeRawBufferPointer) throws(StoreError) {
+        var reader = RecordReader(bytes, what: "installation '\(id)'")
+        guard try reader.uint8() == Installation.layoutVersion else {
+            throw StoreError.corrupt(path: "", detail: "installation '\(id)' has an unknown record layout")
+        }
+        self.id = id
+        app = try reader.string()
+        environment = try reader.environment()
+        secretHash = try reader.data()
+        let pushToStart = try reader.data()
+        pushToStartToken = pushToStart.isEmpty ? nil : pushToStart
+        let device = try reader.data()
+        deviceToken = device.isEmpty ? nil : device
+        createdAt = try reader.uint64()
+        updatedAt = try reader.uint64()
+        let count = try reader.length()
+        var topics: [TopicSubscription] = []
+        topics.reserveCapacity(count)
+        for _ in 0..<count {
+            let name = try reader.string()
+            topics.append(TopicSubscription(name: name, minLevel: try reader.uint8()))
+        }
+        self.topics = topics
+        guard reader.isAtEnd else { throw StoreError.corrupt(path: "", detail: "installation '\(id)' has trailing bytes") }
+    }
+}

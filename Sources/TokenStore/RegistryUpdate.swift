@@ -1,0 +1,280 @@
+import CLMDB
+import Glibc
+
+/// Applies write operations inside one write transaction and keeps the indexes in step with the
+/// installation records: every token of an installation is in `tokens` (→ owner, registered-at)
+/// and under each of the installation's topics in `topics`. Only the writer thread uses it.
+struct RegistryUpdate {
+    let txn: LMDBTransaction
+    let databases: StoreDatabases
+
+    func apply(_ operation: WriteOperation) throws(StoreError) -> WriteOutcome {
+        switch operation {
+        case let .register(registration, now):
+            try register(registration, now: now)
+        case let .registerBatch(batch):
+            try register(batch)
+        case let .removeToken(app, environment, kind, token, registeredBefore):
+            return .tokenRemoved(try removeToken(app: app, environment: environment, kind: kind, token: token,
+                                                 registeredBefore: registeredBefore))
+        case let .removeInstallation(id):
+            try removeInstallation(id)
+        case let .putActivity(activity):
+            try removeActivity(activity.id)
+            try txn.put(databases.activities, Array(activity.id.utf8), activity.encoded)
+            try txn.put(databases.activityEvents, Array(activity.eventKey.utf8), Array(activity.id.utf8), flags: MDB_NODUPDATA)
+        case let .removeActivity(id):
+            try removeActivity(id)
+        case let .putChannel(channel):
+            try txn.put(databases.channels, channel.key, channel.encoded)
+        case let .removeChannel(app, environment, name):
+            try txn.delete(databases.channels, StoreKeys.channel(app: app, environment: environment, name: name))
+        case let .putEventProgress(progress):
+            try txn.put(databases.events, Array(progress.eventKey.utf8), progress.encoded)
+        case let .sweepExpired(now, maxAge):
+            return .swept(try sweep(now: now, installationMaxAge: maxAge))
+        }
+        return .done
+    }
+
+    /// Applies a whole batch. Runs of registrations (an import) go through `registerRun`.
+    func apply(batch operations: [WriteOperation]) throws(StoreError) -> [WriteOutcome] {
+        var outcomes: [WriteOutcome] = []
+        outcomes.reserveCapacity(operations.count)
+        var index = 0
+        while index < operations.count {
+            var end = index
+            while end < operations.count, case .register = operations[end] { end += 1 }
+            if end - index >= RegistryUpdate.minimumSortedRun {
+                try registerRun(operations[index..<end])
+                outcomes.append(contentsOf: repeatElement(.done, count: end - index))
+                index = end
+            } else {
+                outcomes.append(try apply(operations[index]))
+                index += 1
+            }
+        }
+        return outcomes
+    }
+
+    /// Runs shorter than this are applied one by one.
+    static let minimumSortedRun = 64
+
+    /// Applies many registrations database by database, each in key order: sorted inserts touch
+    /// each B-tree page once while it is in cache, where input order would jump across the
+    /// whole tree for every line. See `RegistrationBatch`.
+    private func registerRun(_ run: ArraySlice<WriteOperation>) throws(StoreError) {
+        var registrations: [TokenRegistration] = []
+        var times: [UInt64] = []
+        registrations.reserveCapacity(run.count)
+        times.reserveCapacity(run.count)
+        for operation in run {
+            guard case let .register(registration, now) = operation else { continue }
+            registrations.append(registration)
+            times.append(now)
+        }
+        try register(RegistrationBatch(validated: registrations, times: times))
+    }
+
+    private func register(_ batch: RegistrationBatch) throws(StoreError) {
+        for round in 0..<batch.roundCount { try register(batch, round: round) }
+    }
+
+    private func register(_ batch: RegistrationBatch, round: Int) throws(StoreError) {
+        // 1. Installations in id order; existing ones take the general path.
+        var isFresh = [Bool](repeating: false, count: batch.count)
+        for index in batch.byID where batch.rounds[index] == round {
+            if try txn.insert(databases.installations, Array(batch.ids.key(index)), Array(batch.freshRecords.key(index))) == nil {
+                isFresh[index] = true
+            } else {
+                try register(batch.registrations[index], now: batch.times[index])
+            }
+        }
+        // 2. Tokens of the new installations in key order.
+        for index in batch.byToken where isFresh[index] {
+            let registration = batch.registrations[index]
+            try claimToken(key: Array(batch.tokenKeys.key(index)), kind: registration.kind, token: registration.token,
+                           installationID: registration.installationID, now: batch.times[index])
+        }
+        // 3. Their topic entries in (key, duplicate) order.
+        for index in batch.byTopicEntry where isFresh[batch.topicOwners[index]] {
+            let both = batch.topicEntries.key(index)
+            let split = both.startIndex + batch.topicKeyLengths[index]
+            try txn.put(databases.topics, Array(both[..<split]), Array(both[split...]), flags: MDB_NODUPDATA)
+        }
+    }
+
+    func installation(_ id: String) throws(StoreError) -> Installation? {
+        guard let bytes = try txn.get(databases.installations, Array(id.utf8)) else { return nil }
+        return try Installation(id: id, decoding: bytes)
+    }
+
+    private func save(_ installation: Installation) throws(StoreError) {
+        try txn.put(databases.installations, Array(installation.id.utf8), installation.encoded)
+    }
+
+    /// The `topics` entries (key, duplicate) of one token of `installation`.
+    private func topicEntries(_ installation: Installation, kind: TokenKind, token: [UInt8]) -> [(key: [UInt8], entry: [UInt8])] {
+        installation.topics.map { topic in
+            (StoreKeys.topic(app: installation.app, environment: installation.environment, topic: topic.name, tokenLength: token.count),
+             StoreKeys.topicEntry(minLevel: topic.minLevel, kind: kind, token: token))
+        }
+    }
+
+    private func allTopicEntries(_ installation: Installation) -> [(key: [UInt8], entry: [UInt8])] {
+        installation.tokens.flatMap { topicEntries(installation, kind: $0.kind, token: $0.token) }
+    }
+
+    private func tokenKey(_ installation: Installation, _ kind: TokenKind, _ token: [UInt8]) -> [UInt8] {
+        StoreKeys.token(app: installation.app, environment: installation.environment, kind: kind, token: token)
+    }
+
+    /// Sets the registration's token and topics. Written for the common case, a new installation
+    /// with a new token: then it costs one insert per database (`insert` fails over to the
+    /// update path when the key exists).
+    private func register(_ registration: TokenRegistration, now: UInt64) throws(StoreError) {
+        let idKey = Array(registration.installationID.utf8)
+        var new = registration.freshInstallation(at: now)
+        var old: Installation?
+        if let existing = try txn.insert(databases.installations, idKey, new.encoded) {
+            let previous = try Installation(id: registration.installationID, decoding: existing)
+            old = previous
+            new = previous
+            new.app = registration.app
+            new.environment = registration.environment
+            new.setToken(registration.token, kind: registration.kind)
+            new.topics = registration.topics
+            new.updatedAt = now
+            if let secretHash = registration.secretHash { new.secretHash = secretHash }
+            try save(new)
+        }
+        try claimToken(of: new, kind: registration.kind, now: now)
+
+        // A repeated registration (a daily re-sync) changes no index entry but registered-at.
+        if let old, old.app == new.app, old.environment == new.environment, old.topics == new.topics,
+           old.token(registration.kind) == registration.token {
+            return
+        }
+
+        // Rotation, topic, app and environment changes: drop the old entries the new record no
+        // longer has; the other kind's token moves along if the app or environment changed.
+        if let old {
+            let newTokenKeys = new.tokens.map { tokenKey(new, $0.kind, $0.token) }
+            for (kind, token) in old.tokens {
+                let oldKey = tokenKey(old, kind, token)
+                if !newTokenKeys.contains(oldKey) { try txn.delete(databases.tokens, oldKey) }
+            }
+            let newEntries = allTopicEntries(new)
+            for (topicKey, entry) in allTopicEntries(old) where !newEntries.contains(where: { $0.key == topicKey && $0.entry == entry }) {
+                try txn.delete(databases.topics, topicKey, value: entry)
+            }
+            for (kind, token) in new.tokens where kind != registration.kind && (old.app != new.app || old.environment != new.environment) {
+                try txn.put(databases.tokens, tokenKey(new, kind, token), StoreKeys.tokenValue(registeredAt: now, installationID: new.id))
+            }
+        }
+        for (topicKey, entry) in allTopicEntries(new) {
+            try txn.put(databases.topics, topicKey, entry, flags: MDB_NODUPDATA)
+        }
+    }
+
+    /// Points the `tokens` entry of the installation's token of `kind` at it, registered `now`.
+    private func claimToken(of installation: Installation, kind: TokenKind, now: UInt64) throws(StoreError) {
+        guard let token = installation.token(kind) else { return }
+        try claimToken(key: tokenKey(installation, kind, token), kind: kind, token: token, installationID: installation.id, now: now)
+    }
+
+    /// (Re-)registering refreshes registered-at: a token registered after a 410 is alive again.
+    /// A token belongs to one installation: a reinstall that got the same token takes it over.
+    private func claimToken(key: [UInt8], kind: TokenKind, token: [UInt8], installationID: String, now: UInt64) throws(StoreError) {
+        let value = StoreKeys.tokenValue(registeredAt: now, installationID: installationID)
+        guard let existing = try txn.insert(databases.tokens, key, value) else { return }
+        let owner = try StoreKeys.parseTokenValue(existing).installationID
+        if owner != installationID, var previous = try self.installation(owner), previous.token(kind) == token {
+            try unindexToken(of: previous, kind: kind)
+            previous.setToken(nil, kind: kind)
+            try save(previous)
+        }
+        try txn.put(databases.tokens, key, value)
+    }
+
+    /// Removes the `tokens` entry and the `topics` entries of the installation's token of `kind`.
+    private func unindexToken(of installation: Installation, kind: TokenKind) throws(StoreError) {
+        guard let token = installation.token(kind) else { return }
+        try txn.delete(databases.tokens, tokenKey(installation, kind, token))
+        for (topicKey, entry) in topicEntries(installation, kind: kind, token: token) {
+            try txn.delete(databases.topics, topicKey, value: entry)
+        }
+    }
+
+    private func removeToken(app: String, environment: PushEnvironment, kind: TokenKind, token: [UInt8],
+                             registeredBefore: UInt64?) throws(StoreError) -> Bool {
+        let key = StoreKeys.token(app: app, environment: environment, kind: kind, token: token)
+        guard let value = try txn.get(databases.tokens, key) else { return false }
+        let (registeredAt, owner) = try StoreKeys.parseTokenValue(value)
+        if let registeredBefore, registeredAt >= registeredBefore { return false }
+        if var installation = try installation(owner), installation.token(kind) == token {
+            try unindexToken(of: installation, kind: kind)
+            installation.setToken(nil, kind: kind)
+            try save(installation)
+        } else {
+            try txn.delete(databases.tokens, key)
+        }
+        return true
+    }
+
+    /// Removes an activity and its event index entry.
+    private func removeActivity(_ id: String) throws(StoreError) {
+        let key = Array(id.utf8)
+        guard let bytes = try txn.get(databases.activities, key) else { return }
+        let activity = try ActivityRecord(id: id, decoding: bytes)
+        try txn.delete(databases.activityEvents, Array(activity.eventKey.utf8), value: key)
+        try txn.delete(databases.activities, key)
+    }
+
+    private func removeInstallation(_ id: String) throws(StoreError) {
+        guard let installation = try installation(id) else { return }
+        for kind in TokenKind.allCases { try unindexToken(of: installation, kind: kind) }
+        try txn.delete(databases.installations, Array(id.utf8))
+    }
+
+    private func sweep(now: UInt64, installationMaxAge: UInt64) throws(StoreError) -> SweepCounts {
+        var counts = SweepCounts()
+        var expiredInstallations: [String] = []
+        try forEachRecord(databases.installations) { key, value throws(StoreError) in
+            let id = String(decoding: key, as: UTF8.self)
+            let installation = try Installation(id: id, decoding: value)
+            if installation.tokens.isEmpty || installation.updatedAt &+ installationMaxAge < now {
+                expiredInstallations.append(id)
+            }
+        }
+        for id in expiredInstallations { try removeInstallation(id) }
+        counts.installations = expiredInstallations.count
+
+        var expiredActivities: [String] = []
+        try forEachRecord(databases.activities) { key, value throws(StoreError) in
+            let activity = try ActivityRecord(id: String(decoding: key, as: UTF8.self), decoding: value)
+            if activity.expiresAt <= now { expiredActivities.append(activity.id) }
+        }
+        for id in expiredActivities { try removeActivity(id) }
+        counts.activities = expiredActivities.count
+
+        var expiredEvents: [[UInt8]] = []
+        try forEachRecord(databases.events) { key, value throws(StoreError) in
+            let progress = try EventProgress(eventKey: String(decoding: key, as: UTF8.self), decoding: value)
+            if progress.deadline &+ EventProgress.retentionMilliseconds < now { expiredEvents.append(Array(key)) }
+        }
+        for key in expiredEvents { try txn.delete(databases.events, key) }
+        counts.events = expiredEvents.count
+        return counts
+    }
+
+    private func forEachRecord(_ dbi: MDB_dbi, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws(StoreError) -> Void) throws(StoreError) {
+        let cursor = try txn.cursor(dbi)
+        defer { cursor.close() }
+        var position = try cursor.get(MDB_FIRST)
+        while let (key, value) = position {
+            try body(key, value)
+            position = try cursor.get(MDB_NEXT)
+        }
+    }
+}

@@ -1,0 +1,109 @@
+import CLMDB
+
+/// The result of `TokenStore.check()`: counts, and every inconsistency found (the first 20).
+public struct StoreCheckReport: Sendable, Equatable {
+    public let schemaVersion: UInt32
+    public let installations: Int
+    public let tokens: Int
+    public let topicEntries: Int
+    public let problems: [String]
+    /// Problems beyond the listed ones.
+    public let moreProblems: Int
+
+    public var isConsistent: Bool { problems.isEmpty }
+}
+
+extension TokenStore {
+    /// Reads every page of every database and checks that the indexes agree with the
+    /// installation records: each token is in `tokens` (owned by its installation) and under each
+    /// of its topics, and no index entry is left over. LMDB reports damaged pages as errors.
+    public func check() throws(StoreError) -> StoreCheckReport {
+        try read { txn throws(StoreError) in
+            var problems: [String] = []
+            var more = 0
+            func problem(_ text: String) {
+                if problems.count < 20 { problems.append(text) } else { more += 1 }
+            }
+            let version = try StoreSchema.storedVersion(txn)
+            var installations = 0
+            var expectedTokens = 0
+            var expectedTopicEntries = 0
+            let cursor = try txn.cursor(databases.installations)
+            defer { cursor.close() }
+            let topicCursor = try txn.cursor(databases.topics)
+            defer { topicCursor.close() }
+            var position = try cursor.get(MDB_FIRST)
+            while let (key, value) = position {
+                let id = String(decoding: key, as: UTF8.self)
+                installations += 1
+                let installation: Installation
+                do throws(StoreError) { installation = try Installation(id: id, decoding: value) } catch {
+                    problem(error.located(at: directory).description)
+                    position = try cursor.get(MDB_NEXT)
+                    continue
+                }
+                for (kind, token) in installation.tokens {
+                    expectedTokens += 1
+                    let tokenKey = StoreKeys.token(app: installation.app, environment: installation.environment, kind: kind, token: token)
+                    if let entry = try txn.get(databases.tokens, tokenKey) {
+                        if try StoreKeys.parseTokenValue(entry).installationID != id {
+                            problem("the \(kind.name) token …\(TokenStore.tail(token)) of installation '\(id)' is owned by another installation")
+                        }
+                    } else {
+                        problem("the \(kind.name) token …\(TokenStore.tail(token)) of installation '\(id)' is missing from the token index")
+                    }
+                    for topic in installation.topics {
+                        expectedTopicEntries += 1
+                        let topicKey = StoreKeys.topic(app: installation.app, environment: installation.environment,
+                                                       topic: topic.name, tokenLength: token.count)
+                        let entry = StoreKeys.topicEntry(minLevel: topic.minLevel, kind: kind, token: token)
+                        if try topicCursor.get(MDB_GET_BOTH, key: topicKey, value: entry) == nil {
+                            problem("the \(kind.name) token …\(TokenStore.tail(token)) of installation '\(id)' is missing from topic '\(topic.name)'")
+                        }
+                    }
+                }
+                position = try cursor.get(MDB_NEXT)
+            }
+            let tokens = try txn.count(databases.tokens)
+            let topicEntries = try txn.count(databases.topics)
+            if tokens != expectedTokens {
+                problem("the token index has \(tokens) entries, the installations hold \(expectedTokens) tokens")
+            }
+            if topicEntries != expectedTopicEntries {
+                problem("the topic index has \(topicEntries) entries, the installations' topics need \(expectedTopicEntries)")
+            }
+            let activities = try txn.count(databases.activities)
+            let activityIndex = try txn.count(databases.activityEvents)
+            if activities != activityIndex {
+                problem("the activity index has \(activityIndex) entries for \(activities) activities")
+            }
+            for (name, dbi) in [("activity", databases.activities), ("channel", databases.channels), ("event", databases.events)] {
+                let records = try txn.cursor(dbi)
+                defer { records.close() }
+                var record = try records.get(MDB_FIRST)
+                while let (key, value) = record {
+                    do throws(StoreError) {
+                        switch name {
+                        case "activity": _ = try ActivityRecord(id: String(decoding: key, as: UTF8.self), decoding: value)
+                        case "channel":
+                            guard let parts = StoreKeys.parseChannel(key) else { throw StoreError.corrupt(path: directory, detail: "a channel key is malformed") }
+                            _ = try ChannelRecord(app: parts.app, environment: parts.environment, name: parts.name, decoding: value)
+                        default: _ = try EventProgress(eventKey: String(decoding: key, as: UTF8.self), decoding: value)
+                        }
+                    } catch {
+                        problem(error.located(at: directory).description)
+                    }
+                    record = try records.get(MDB_NEXT)
+                }
+            }
+            return StoreCheckReport(schemaVersion: version, installations: installations, tokens: tokens,
+                                    topicEntries: topicEntries, problems: problems, moreProblems: more)
+        }
+    }
+
+    /// The last 8 hex digits of a token: enough to find it, never the whole token in a message.
+    public static func tail(_ token: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef")
+        return String(token.suffix(4).flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0f)]] })
+    }
+}

@@ -1,0 +1,34 @@
+/// Bounds on stored names and tokens, checked before anything is written. They keep every key
+/// under LMDB's 511-byte key limit and catch garbage early with a message naming the field.
+public enum StoreLimits {
+    /// App bundle ids, topic names, installation ids, channel names, event keys: 1...200 bytes.
+    public static let maximumNameBytes = 200
+    /// Device tokens are 32 bytes today; Apple says not to assume a length. 8...200 bytes.
+    public static let tokenBytes = 8...200
+    /// An installation follows at most this many topics.
+    public static let maximumTopics = 1000
+    /// A Live Activity runs at most 8 hours (then iOS ends it), so its record lives no longer.
+    public static let maximumActivityLifetimeMilliseconds: UInt64 = 8 * 3600 * 1000
+
+    /// Checks a name: non-empty, at most `maximumNameBytes` UTF-8 bytes, no control characters
+    /// (NUL separates key parts).
+    public static func checkName(_ value: String, field: String) throws(StoreError) {
+        let count = value.utf8.count
+        guard count > 0 else { throw StoreError.invalid("\(field) is empty") }
+        guard count <= maximumNameBytes else {
+            throw StoreError.invalid("\(field) is \(count) bytes long; at most \(maximumNameBytes) are allowed")
+        }
+        let hasControl = value.utf8.withContiguousStorageIfAvailable { bytes in
+            bytes.contains { $0 < 0x20 || $0 == 0x7f }
+        } ?? value.utf8.contains { $0 < 0x20 || $0 == 0x7f }
+        guard !hasControl else {
+            throw StoreError.invalid("\(field) contains a control character")
+        }
+    }
+
+    public static func checkToken(_ token: [UInt8], field: String = "token") throws(StoreError) {
+        guard tokenBytes.contains(token.count) else {
+            throw StoreError.invalid("\(field) is \(token.count) bytes; a token has \(tokenBytes.lowerBound)...\(tokenBytes.upperBound) bytes (\(tokenBytes.lowerBound * 2)...\(tokenBytes.upperBound * 2) hex digits)")
+        }
+    }
+}

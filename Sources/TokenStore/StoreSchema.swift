@@ -1,0 +1,117 @@
+import CLMDB
+
+/// The handles of a store's named databases (valid for the environment's lifetime).
+struct StoreDatabases: Sendable {
+    let meta: MDB_dbi
+    let installations: MDB_dbi
+    let tokens: MDB_dbi
+    let topics: MDB_dbi
+    let activities: MDB_dbi
+    let channels: MDB_dbi
+    let events: MDB_dbi
+    /// event key → activity ids (DUPSORT): the activities an update or end goes to.
+    let activityEvents: MDB_dbi
+}
+
+/// The store's schema: which databases exist, with which flags, and the migrations that bring an
+/// older store up to `currentVersion`. The version and a format marker live in `meta`, so a store
+/// from a newer Sokuho and an unrelated LMDB file are both refused with a clear message.
+enum StoreSchema {
+    static let currentVersion: UInt32 = 2
+    static let formatMarker = Array("sokuho-token-store".utf8)
+    static let versionKey = Array("schema-version".utf8)
+    static let formatKey = Array("format".utf8)
+
+    /// (name, flags) of every database of the current schema.
+    static let databases: [(name: String, flags: Int32)] = [
+        ("meta", 0),
+        ("installations", 0),
+        ("tokens", 0),
+        ("topics", MDB_DUPSORT | MDB_DUPFIXED),
+        ("activities", 0),
+        ("channels", 0),
+        ("events", 0),
+        ("activity-events", MDB_DUPSORT),
+    ]
+
+    /// One step from schema `from` to `from + 1`, run inside the opening write transaction.
+    struct Migration: Sendable {
+        let from: UInt32
+        let summary: String
+        let run: @Sendable (LMDBTransaction) throws(StoreError) -> Void
+    }
+
+    /// Every migration, in order. Version 0 is an empty LMDB environment.
+    static let migrations: [Migration] = [
+        Migration(from: 0, summary: "create the databases of schema 1") { txn throws(StoreError) in
+            for database in databases.prefix(7) {
+                _ = try txn.openDatabase(database.name, flags: database.flags, create: true)
+            }
+        },
+        Migration(from: 1, summary: "index activities by event key") { txn throws(StoreError) in
+            let activities = try txn.openDatabase("activities", flags: 0, create: false)!
+            let index = try txn.openDatabase("activity-events", flags: MDB_DUPSORT, create: true)!
+            let cursor = try txn.cursor(activities)
+            defer { cursor.close() }
+            var position = try cursor.get(MDB_FIRST)
+            while let (key, value) = position {
+                let activity = try ActivityRecord(id: String(decoding: key, as: UTF8.self), decoding: value)
+                try txn.put(index, Array(activity.eventKey.utf8), Array(key), flags: MDB_NODUPDATA)
+                position = try cursor.get(MDB_NEXT)
+            }
+        },
+    ]
+
+    /// Opens the schema inside `txn`, first migrating it when `migrate` (a write transaction).
+    /// Returns the handles, or throws foreign/newer-schema/missing errors.
+    static func open(_ txn: LMDBTransaction, migrate: Bool) throws(StoreError) -> StoreDatabases {
+        var version = try storedVersion(txn)
+        if version > currentVersion {
+            throw StoreError.newerSchema(path: txn.path, found: version, supported: currentVersion)
+        }
+        if version < currentVersion {
+            guard migrate else {
+                if version == 0 { throw StoreError.missing(path: txn.path) }
+                throw StoreError.invalid("the token store at \(txn.path) has schema version \(version) and needs an upgrade to \(currentVersion); run any writing command (e.g. sokuho tokens prune --expired) once")
+            }
+            for migration in migrations where migration.from >= version && migration.from < currentVersion {
+                try migration.run(txn)
+                version = migration.from + 1
+            }
+            let meta = try txn.openDatabase("meta", flags: 0, create: true)!
+            try txn.put(meta, formatKey, formatMarker)
+            var writer = RecordWriter()
+            writer.uint32(version)
+            try txn.put(meta, versionKey, writer.bytes)
+        }
+        var handles: [MDB_dbi] = []
+        for database in databases {
+            guard let handle = try txn.openDatabase(database.name, flags: database.flags, create: false) else {
+                throw StoreError.corrupt(path: txn.path, detail: "database '\(database.name)' is missing")
+            }
+            handles.append(handle)
+        }
+        return StoreDatabases(meta: handles[0], installations: handles[1], tokens: handles[2], topics: handles[3],
+                              activities: handles[4], channels: handles[5], events: handles[6], activityEvents: handles[7])
+    }
+
+    /// The schema version recorded in `meta`; 0 for an empty environment. An LMDB file with other
+    /// content, or a `meta` without our marker, is foreign.
+    static func storedVersion(_ txn: LMDBTransaction) throws(StoreError) -> UInt32 {
+        guard let meta = try txn.openDatabase("meta", flags: 0, create: false) else {
+            let main = try txn.openDatabase(nil, flags: 0, create: false)!
+            if try txn.count(main) > 0 {
+                throw StoreError.foreign(path: txn.path, detail: "an LMDB database without Sokuho's schema")
+            }
+            return 0
+        }
+        guard let marker = try txn.get(meta, formatKey), Array(marker) == formatMarker else {
+            throw StoreError.foreign(path: txn.path, detail: "an LMDB database without Sokuho's format marker")
+        }
+        guard let bytes = try txn.get(meta, versionKey) else {
+            throw StoreError.corrupt(path: txn.path, detail: "the schema version is missing")
+        }
+        var reader = RecordReader(bytes, what: "schema version")
+        return try reader.uint32()
+    }
+}

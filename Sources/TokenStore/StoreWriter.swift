@@ -1,0 +1,133 @@
+import CLMDB
+import Glibc
+
+/// The store's one writer thread. Callers queue operations and get a completion; the thread
+/// takes everything queued (up to `maximumBatch` operations) into one write transaction, so a
+/// thousand registrations cost one commit. Before and during a batch it grows the map, so
+/// `MDB_MAP_FULL` never reaches a caller: a full map aborts the batch, grows, and replays it.
+final class StoreWriter: @unchecked Sendable {
+    // @unchecked: the queue is the only state shared with callers; the rest is the thread's own.
+    typealias Done = @Sendable (Result<[WriteOutcome], StoreError>) -> Void
+
+    struct Pending {
+        let operations: [WriteOperation]
+        let done: Done
+    }
+
+    private let queue = WorkQueue<Pending>()
+    private let environment: LMDBEnvironment
+    private let databases: StoreDatabases
+    private let mapGuard: MapGuard
+    private let writerLock: WriterLock
+    private let maximumBatch: Int
+    private var thread: pthread_t?
+
+    init(environment: LMDBEnvironment, databases: StoreDatabases, mapGuard: MapGuard, writerLock: WriterLock, maximumBatch: Int) {
+        self.environment = environment
+        self.databases = databases
+        self.mapGuard = mapGuard
+        self.writerLock = writerLock
+        self.maximumBatch = maximumBatch
+        let context = Unmanaged.passRetained(self).toOpaque()
+        var handle = pthread_t()
+        let rc = pthread_create(&handle, nil, { context in
+            let writer = Unmanaged<StoreWriter>.fromOpaque(context!).takeRetainedValue()
+            writer.run()
+            return nil
+        }, context)
+        // Without a thread no write could ever complete: that is a broken process, not a user error.
+        precondition(rc == 0, "cannot start the token store's writer thread (error \(rc))")
+        thread = handle
+    }
+
+    /// Queues `operations`; `done` runs on the writer thread after the batch commits or fails.
+    func submit(_ operations: [WriteOperation], done: @escaping Done) -> Bool {
+        queue.put(Pending(operations: operations, done: done))
+    }
+
+    /// Finishes the queued work, then ends the thread.
+    func stop() {
+        queue.close()
+        if let thread { pthread_join(thread, nil) }
+        thread = nil
+    }
+
+    private func run() {
+        while true {
+            let batch = queue.take(limit: maximumBatch) { $0.operations.reduce(0) { $0 + $1.weight } }
+            if batch.isEmpty { return }
+            let result: Result<[WriteOutcome], StoreError>
+            do { result = .success(try commit(batch)) } catch { result = .failure(error) }
+            switch result {
+            case let .success(outcomes):
+                var offset = 0
+                for pending in batch {
+                    let count = pending.operations.count
+                    pending.done(.success(Array(outcomes[offset..<offset + count])))
+                    offset += count
+                }
+            case let .failure(error):
+                for pending in batch { pending.done(.failure(error)) }
+            }
+        }
+    }
+
+    /// Runs the batch in one transaction: grows the map when it is three quarters used, and on
+    /// `MDB_MAP_FULL` grows and replays. Adopts a map another process grew (`MDB_MAP_RESIZED`).
+    private func commit(_ batch: [Pending]) throws(StoreError) -> [WriteOutcome] {
+        for _ in 0..<64 {
+            if environment.usedBytes > environment.mapSize / 4 * 3 { try grow() }
+            try writerLock.acquire()
+            defer { writerLock.release() }
+            let attempt: Result<[WriteOutcome], StoreError> = mapGuard.sharedResult { () throws(StoreError) in
+                let txn = try environment.begin(readOnly: false)
+                let outcomes: [WriteOutcome]
+                do throws(StoreError) {
+                    let update = RegistryUpdate(txn: txn, databases: databases)
+                    outcomes = try update.apply(batch: batch.flatMap(\.operations))
+                } catch {
+                    txn.abort()
+                    throw error
+                }
+                try txn.commit() // frees the transaction on failure too
+                return outcomes
+            }
+            switch attempt {
+            case let .success(outcomes): return outcomes
+            case let .failure(error) where error.lmdbCode == MDB_MAP_FULL: try grow()
+            case let .failure(error) where error.lmdbCode == MDB_MAP_RESIZED: try adoptGrownMap()
+            case let .failure(error): throw error
+            }
+        }
+        throw StoreError.io(path: environment.path, code: MDB_MAP_FULL, message: "the batch does not fit even after growing the map 64 times")
+    }
+
+    /// Doubles the map (up to 1 GiB steps). LMDB files are sparse, so the map is address space,
+    /// not disk: the file grows only with the pages written.
+    private func grow() throws(StoreError) {
+        try mapGuard.exclusive { () throws(StoreError) in
+            let current = environment.mapSize
+            let step = min(current, 1 << 30)
+            try environment.setMapSize(max(current + step, environment.usedBytes * 2))
+        }
+    }
+
+    private func adoptGrownMap() throws(StoreError) {
+        try mapGuard.exclusive { () throws(StoreError) in try environment.setMapSize(0) }
+    }
+}
+
+extension StoreError {
+    /// The LMDB return code behind an `.io` error (MDB_MAP_FULL, MDB_MAP_RESIZED, …).
+    var lmdbCode: Int32? {
+        if case let .io(_, code, _) = self { return code }
+        return nil
+    }
+}
+
+extension MapGuard {
+    /// `shared`, with the error kept in a Result so the caller can branch on it.
+    func sharedResult<T>(_ body: () throws(StoreError) -> T) -> Result<T, StoreError> {
+        do { return .success(try shared(body)) } catch { return .failure(error) }
+    }
+}

@@ -1,0 +1,46 @@
+/// "This installation has this token and follows these topics": one line of an import file, one
+/// call of the registration API. Applying it sets the token of `kind` (rotating out an older one)
+/// and replaces the installation's topics.
+public struct TokenRegistration: Sendable, Equatable {
+    public var installationID: String
+    public var app: String
+    public var environment: PushEnvironment
+    public var kind: TokenKind
+    public var token: [UInt8]
+    public var topics: [TopicSubscription]
+    /// The new secret hash, or nil to keep the stored one.
+    public var secretHash: [UInt8]?
+
+    public init(installationID: String, app: String, environment: PushEnvironment, kind: TokenKind,
+                token: [UInt8], topics: [TopicSubscription], secretHash: [UInt8]? = nil) {
+        self.installationID = installationID
+        self.app = app
+        self.environment = environment
+        self.kind = kind
+        self.token = token
+        self.topics = topics
+        self.secretHash = secretHash
+    }
+
+    /// Checks every field against `StoreLimits`; the message names the field.
+    public func validate() throws(StoreError) {
+        try StoreLimits.checkName(installationID, field: "installationId")
+        try StoreLimits.checkName(app, field: "app")
+        try StoreLimits.checkToken(token)
+        guard topics.count <= StoreLimits.maximumTopics else {
+            throw StoreError.invalid("topics lists \(topics.count) topics; at most \(StoreLimits.maximumTopics) are allowed")
+        }
+        for topic in topics { try StoreLimits.checkName(topic.name, field: "topic name") }
+        // Most installations follow a handful of topics: compare pairwise, hash only long lists.
+        let duplicate: String?
+        if topics.count <= 16 {
+            duplicate = topics.indices.lazy.compactMap { i in
+                topics[(i + 1)...].contains { $0.name == topics[i].name } ? topics[i].name : nil
+            }.first
+        } else {
+            var seen = Set<String>()
+            duplicate = topics.first { !seen.insert($0.name).inserted }?.name
+        }
+        if let duplicate { throw StoreError.invalid("topic '\(duplicate)' is listed twice") }
+    }
+}

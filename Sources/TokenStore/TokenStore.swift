@@ -1,0 +1,304 @@
+import CLMDB
+import Glibc
+
+/// The token registry of one store directory (`data.mdb`, LMDB's `lock.mdb`, `writer.lock`).
+///
+/// Writes go through one writer thread that batches them (`submit`, `write`); reads run in
+/// their own `MDB_NOTLS` read-only transactions on the caller's thread and never wait for the
+/// writer. Open one `TokenStore` per directory per process (LMDB's rule); several processes may
+/// open the same directory.
+public final class TokenStore: @unchecked Sendable {
+    // @unchecked: the environment is thread-safe, transactions are confined to one call, and the
+    // writer thread owns all write state.
+    public struct Options: Sendable {
+        /// Initial map size in bytes; the map grows by itself when it fills.
+        public var mapSize: Int
+        /// Open without writing (no writer thread, the store must exist and be current).
+        public var readOnly: Bool
+        /// How long a write waits for another process's write batch before `StoreError.locked`.
+        public var lockTimeout: Double
+        /// At most this many operations go into one write transaction.
+        public var maximumBatch: Int
+        /// Create the directory and an empty store when there is none (else `StoreError.missing`).
+        public var create: Bool
+
+        public init(mapSize: Int = 64 << 20, readOnly: Bool = false, create: Bool = true, lockTimeout: Double = 30,
+                    maximumBatch: Int = 100_000) {
+            self.mapSize = mapSize
+            self.readOnly = readOnly
+            self.create = create
+            self.lockTimeout = lockTimeout
+            self.maximumBatch = maximumBatch
+        }
+    }
+
+    public let directory: String
+    let environment: LMDBEnvironment
+    let databases: StoreDatabases
+    let mapGuard = MapGuard()
+    private let writer: StoreWriter?
+
+    /// Opens the store in `directory`, creating the directory and the store unless `readOnly`,
+    /// and migrating an older schema.
+    public init(directory: String, options: Options = Options()) throws(StoreError) {
+        self.directory = directory
+        if options.readOnly || !options.create {
+            guard access(directory + "/data.mdb", F_OK) == 0 else {
+                throw errno == EACCES ? StoreError.permissionDenied(path: directory) : StoreError.missing(path: directory)
+            }
+        }
+        if !options.readOnly {
+            try TokenStore.makeDirectory(directory)
+        }
+        environment = try LMDBEnvironment(directory: directory, mapSize: options.mapSize, readOnly: options.readOnly)
+        if options.readOnly {
+            let txn = try environment.begin(readOnly: true)
+            do {
+                databases = try StoreSchema.open(txn, migrate: false)
+                try txn.commit() // keeps the database handles for later transactions
+            } catch {
+                txn.abort()
+                throw error.located(at: directory)
+            }
+            writer = nil
+        } else {
+            environment.clearStaleReaders()
+            let lock = try WriterLock(directory: directory, timeout: options.lockTimeout)
+            try lock.acquire()
+            defer { lock.release() }
+            let txn = try environment.begin(readOnly: false)
+            do {
+                databases = try StoreSchema.open(txn, migrate: true)
+            } catch {
+                txn.abort()
+                throw error.located(at: directory)
+            }
+            try txn.commit()
+            writer = StoreWriter(environment: environment, databases: databases, mapGuard: mapGuard,
+                                 writerLock: lock, maximumBatch: options.maximumBatch)
+        }
+    }
+
+    deinit { writer?.stop() }
+
+    /// Finishes queued writes and stops the writer thread. Reads keep working.
+    public func close() { writer?.stop() }
+
+    // MARK: Writing
+
+    /// Queues `operations` for the writer thread; `done` is called on that thread once the batch
+    /// holding them has committed (or failed; then none of them was written).
+    public func submit(_ operations: [WriteOperation], done: @escaping @Sendable (Result<[WriteOutcome], StoreError>) -> Void) throws(StoreError) {
+        guard let writer else { throw StoreError.invalid("the token store at \(directory) was opened read-only") }
+        for operation in operations { try operation.validate() }
+        guard writer.submit(operations, done: done) else {
+            throw StoreError.invalid("the token store at \(directory) is closed")
+        }
+    }
+
+    /// Queues `operations` and returns at once; `wait()` on the ticket blocks until they commit.
+    /// Lets a producer (an import) keep parsing while the writer commits its previous chunk.
+    public func enqueue(_ operations: [WriteOperation]) throws(StoreError) -> WriteTicket {
+        let ticket = WriteTicket()
+        try submit(operations) { ticket.completion.fulfil($0) }
+        return ticket
+    }
+
+    /// Writes `operations` and waits until they are committed.
+    @discardableResult
+    public func write(_ operations: [WriteOperation]) throws(StoreError) -> [WriteOutcome] {
+        try enqueue(operations).wait()
+    }
+
+    /// Writes `operations` without blocking the calling task's thread.
+    @discardableResult
+    public func write(_ operations: [WriteOperation]) async throws(StoreError) -> [WriteOutcome] {
+        for operation in operations { try operation.validate() }
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<[WriteOutcome], StoreError>, Never>) in
+            do throws(StoreError) {
+                try submit(operations) { continuation.resume(returning: $0) }
+            } catch {
+                continuation.resume(returning: .failure(error))
+            }
+        }
+        return try result.get()
+    }
+
+    // MARK: Reading
+
+    /// Runs `body` in a fresh read-only transaction (never blocked by the writer).
+    func read<T>(_ body: (LMDBTransaction) throws(StoreError) -> T) throws(StoreError) -> T {
+        while true {
+            let result = mapGuard.sharedResult { () throws(StoreError) -> T in
+                let txn = try environment.begin(readOnly: true)
+                defer { txn.abort() }
+                return try body(txn)
+            }
+            switch result {
+            case let .success(value): return value
+            case let .failure(error) where error.lmdbCode == MDB_MAP_RESIZED:
+                // Another process grew the file past our map: adopt its size, then read again.
+                try mapGuard.exclusive { () throws(StoreError) in try environment.setMapSize(0) }
+            case let .failure(error): throw error.located(at: directory)
+            }
+        }
+    }
+
+    public func installation(id: String) throws(StoreError) -> Installation? {
+        try read { txn throws(StoreError) in
+            guard let bytes = try txn.get(databases.installations, Array(id.utf8)) else { return nil }
+            return try Installation(id: id, decoding: bytes)
+        }
+    }
+
+    /// Who holds a token, and since when (ms): what a 410's timestamp is compared with.
+    public func tokenOwner(app: String, environment: PushEnvironment, kind: TokenKind, token: [UInt8]) throws(StoreError)
+        -> (installationID: String, registeredAt: UInt64)? {
+        try read { txn throws(StoreError) in
+            let key = StoreKeys.token(app: app, environment: environment, kind: kind, token: token)
+            guard let value = try txn.get(databases.tokens, key) else { return nil }
+            let (registeredAt, owner) = try StoreKeys.parseTokenValue(value)
+            return (owner, registeredAt)
+        }
+    }
+
+    public func activity(id: String) throws(StoreError) -> ActivityRecord? {
+        try read { txn throws(StoreError) in
+            guard let bytes = try txn.get(databases.activities, Array(id.utf8)) else { return nil }
+            return try ActivityRecord(id: id, decoding: bytes)
+        }
+    }
+
+    /// The running activities showing `eventKey` (where an iOS 17 update or end goes), by id.
+    public func activities(eventKey: String) throws(StoreError) -> [ActivityRecord] {
+        try read { txn throws(StoreError) in
+            let cursor = try txn.cursor(databases.activityEvents)
+            defer { cursor.close() }
+            var ids: [String] = []
+            var position = try cursor.get(MDB_SET_KEY, key: Array(eventKey.utf8))
+            while let (_, value) = position {
+                ids.append(String(decoding: value, as: UTF8.self))
+                position = try cursor.get(MDB_NEXT_DUP)
+            }
+            var result: [ActivityRecord] = []
+            for id in ids {
+                guard let bytes = try txn.get(databases.activities, Array(id.utf8)) else {
+                    throw StoreError.corrupt(path: directory, detail: "activity '\(id)' of event '\(eventKey)' is missing")
+                }
+                result.append(try ActivityRecord(id: id, decoding: bytes))
+            }
+            return result
+        }
+    }
+
+    /// The channels of an app in an environment, by name.
+    public func channels(app: String, environment: PushEnvironment) throws(StoreError) -> [ChannelRecord] {
+        try read { txn throws(StoreError) in
+            let prefix = StoreKeys.channel(app: app, environment: environment, name: "")
+            let cursor = try txn.cursor(databases.channels)
+            defer { cursor.close() }
+            var result: [ChannelRecord] = []
+            var position = try cursor.get(MDB_SET_RANGE, key: prefix)
+            while let (key, value) = position, key.count >= prefix.count, Array(key[..<prefix.count]) == prefix {
+                let name = String(decoding: key[prefix.count...], as: UTF8.self)
+                result.append(try ChannelRecord(app: app, environment: environment, name: name, decoding: value))
+                position = try cursor.get(MDB_NEXT)
+            }
+            return result
+        }
+    }
+
+    public func channel(app: String, environment: PushEnvironment, name: String) throws(StoreError) -> ChannelRecord? {
+        try read { txn throws(StoreError) in
+            guard let bytes = try txn.get(databases.channels, StoreKeys.channel(app: app, environment: environment, name: name)) else { return nil }
+            return try ChannelRecord(app: app, environment: environment, name: name, decoding: bytes)
+        }
+    }
+
+    public func eventProgress(eventKey: String) throws(StoreError) -> EventProgress? {
+        try read { txn throws(StoreError) in
+            guard let bytes = try txn.get(databases.events, Array(eventKey.utf8)) else { return nil }
+            return try EventProgress(eventKey: eventKey, decoding: bytes)
+        }
+    }
+
+    /// Calls `body` for every installation in id order, reading `chunk` at a time in short read
+    /// transactions, so a long export neither pins old pages nor holds up a map growth.
+    public func forEachInstallation(chunk: Int = 1000, _ body: (Installation) throws(StoreError) -> Void) throws(StoreError) {
+        var after: [UInt8]?
+        while true {
+            let installations: [Installation] = try read { txn throws(StoreError) in
+                let cursor = try txn.cursor(databases.installations)
+                defer { cursor.close() }
+                var position: (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)?
+                if let after {
+                    position = try cursor.get(MDB_SET_RANGE, key: after)
+                    if let current = position, Array(current.key) == after { position = try cursor.get(MDB_NEXT) }
+                } else {
+                    position = try cursor.get(MDB_FIRST)
+                }
+                var result: [Installation] = []
+                while let (key, value) = position, result.count < chunk {
+                    result.append(try Installation(id: String(decoding: key, as: UTF8.self), decoding: value))
+                    position = try cursor.get(MDB_NEXT)
+                }
+                return result
+            }
+            for installation in installations { try body(installation) }
+            guard installations.count == chunk, let last = installations.last else { return }
+            after = Array(last.id.utf8)
+        }
+    }
+
+    /// Streams the targets of an event of `level` on `topic`: see `TopicScan`.
+    public func scanTopic(app: String, environment: PushEnvironment, topic: String, level: UInt8,
+                          kind: TokenKind? = nil, after watermark: TopicWatermark? = nil, batch: Int = 4096) -> TopicScan {
+        TopicScan(store: self, prefix: StoreKeys.topicPrefix(app: app, environment: environment, topic: topic),
+                  level: level, kind: kind, watermark: watermark, batchSize: batch)
+    }
+
+    /// The schema version this store has (always `StoreSchema.currentVersion` once open).
+    public var schemaVersion: UInt32 {
+        get throws(StoreError) { try read { txn throws(StoreError) in try StoreSchema.storedVersion(txn) } }
+    }
+
+    public static var currentSchemaVersion: UInt32 { StoreSchema.currentVersion }
+
+    /// A compacted, consistent copy of the live store in `destination` (created if missing;
+    /// must not hold a store already). Safe while writers run.
+    public func backup(to destination: String) throws(StoreError) {
+        try TokenStore.makeDirectory(destination)
+        guard access(destination + "/data.mdb", F_OK) != 0 else {
+            throw StoreError.cannotCreate(path: destination + "/data.mdb", reason: "it already exists; choose an empty directory")
+        }
+        try mapGuard.shared { () throws(StoreError) in try environment.copy(to: destination) }
+    }
+
+    /// `mkdir -p`, with errors phrased for the store.
+    static func makeDirectory(_ path: String) throws(StoreError) {
+        var partial = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            partial += "/" + component
+            if mkdir(partial, 0o750) != 0 && errno != EEXIST {
+                let code = errno
+                if code == EACCES || code == EPERM || code == EROFS { throw StoreError.permissionDenied(path: partial) }
+                throw StoreError.cannotCreate(path: partial, reason: String(cString: strerror(code)))
+            }
+        }
+    }
+}
+
+/// A queued write: `wait()` returns its outcomes once the batch holding it has committed.
+public final class WriteTicket: Sendable {
+    let completion = Completion<Result<[WriteOutcome], StoreError>>()
+
+    public func wait() throws(StoreError) -> [WriteOutcome] { try completion.wait().get() }
+}
+
+extension StoreError {
+    /// Errors raised below the store (record decoding) do not know the path; fill it in.
+    func located(at path: String) -> StoreError {
+        if case let .corrupt(existing, detail) = self, existing.isEmpty { return .corrupt(path: path, detail: detail) }
+        return self
+    }
+}

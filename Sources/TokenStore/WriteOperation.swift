@@ -1,0 +1,68 @@
+/// One change to the store, queued to the writer thread. Operations are values so the writer can
+/// replay a whole batch after growing the map.
+public enum WriteOperation: Sendable {
+    /// Sets a token and the topics of an installation (creating it); `at` is the time in ms.
+    case register(TokenRegistration, at: UInt64)
+    /// Many registrations prepared (validated, sorted) on the caller's thread: an import.
+    case registerBatch(RegistrationBatch)
+    /// Removes a token APNs reported dead. With `registeredBefore` (a 410's `timestamp`, ms) the
+    /// token is kept if it was registered at or after that moment; nil removes it regardless
+    /// (400 `BadDeviceToken`).
+    case removeToken(app: String, environment: PushEnvironment, kind: TokenKind, token: [UInt8], registeredBefore: UInt64?)
+    /// Removes an installation with all its tokens.
+    case removeInstallation(id: String)
+    case putActivity(ActivityRecord)
+    case removeActivity(id: String)
+    case putChannel(ChannelRecord)
+    case removeChannel(app: String, environment: PushEnvironment, name: String)
+    case putEventProgress(EventProgress)
+    /// Removes expired activities, installations without tokens or not refreshed for
+    /// `installationMaxAge` ms, and event progress past its retention.
+    case sweepExpired(now: UInt64, installationMaxAge: UInt64)
+
+    /// How much work the operation is, for batching (a prepared batch counts its registrations).
+    var weight: Int {
+        if case let .registerBatch(batch) = self { return max(1, batch.count) }
+        return 1
+    }
+
+    /// Checks the operation's values before it is queued, so a bad value fails its caller alone.
+    func validate() throws(StoreError) {
+        switch self {
+        case let .register(registration, _): try registration.validate()
+        case .registerBatch: break // validated when prepared
+        case let .removeToken(app, _, _, token, _):
+            try StoreLimits.checkName(app, field: "app")
+            try StoreLimits.checkToken(token)
+        case let .removeInstallation(id), let .removeActivity(id): try StoreLimits.checkName(id, field: "id")
+        case let .putActivity(activity): try activity.validate()
+        case let .putChannel(channel): try channel.validate()
+        case let .removeChannel(app, _, name):
+            try StoreLimits.checkName(app, field: "app")
+            try StoreLimits.checkName(name, field: "channel name")
+        case let .putEventProgress(progress): try StoreLimits.checkName(progress.eventKey, field: "event key")
+        case .sweepExpired: break
+        }
+    }
+}
+
+/// What one operation did.
+public enum WriteOutcome: Sendable, Equatable {
+    case done
+    /// For `removeToken`: whether the token was removed (false: unknown, or registered again
+    /// after APNs' timestamp).
+    case tokenRemoved(Bool)
+    case swept(SweepCounts)
+}
+
+/// What `sweepExpired` removed.
+public struct SweepCounts: Sendable, Equatable {
+    public var installations = 0
+    public var activities = 0
+    public var events = 0
+    public init(installations: Int = 0, activities: Int = 0, events: Int = 0) {
+        self.installations = installations
+        self.activities = activities
+        self.events = events
+    }
+}

@@ -1,0 +1,193 @@
+import Glibc
+import Testing
+@testable import SokuhoCLI
+
+/// `sokuho tokens …` and `sokuho store …` as an operator and their scripts use them.
+@Suite struct TokensCommandTests {
+    static let hex = "5e5532fbeea293f80bc942ee9086c171b9b501d1d854bb7180021590ff0b4dc3"
+
+    static func line(_ id: String, token: String = hex, kind: String = "pushToStart", topic: String = "region:301", level: Int = 3) -> String {
+        #"{"installationId":"\#(id)","app":"com.example.eew","environment":"sandbox","kind":"\#(kind)","token":"\#(token)","topics":[{"name":"\#(topic)","minLevel":\#(level)}]}"#
+    }
+
+    /// A distinct 32-byte hex token per `n`.
+    static func token(_ n: Int) -> String {
+        let digits = Array("0123456789abcdef")
+        return "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718" + String((0..<16).map { digits[(n >> (60 - 4 * $0)) & 0xf] })
+    }
+
+    @Test func importReportsBadLinesByNumberAndImportsTheRest() {
+        let fixture = CLIFixture()
+        let input = fixture.file("in.jsonl", [
+            Self.line("a", token: Self.token(1)),
+            "{not json",
+            "",
+            Self.line("b", token: Self.token(2)).replacingOccurrences("sandbox", "staging"),
+            Self.line("c", token: Self.token(3)),
+        ].joined(separator: "\n") + "\n")
+        let (code, out, err) = fixture.run(["tokens", "import", input, "--store", fixture.store])
+        #expect(code == .dataError)
+        #expect(out == "imported 2 of 4 lines (2 bad)\n")
+        #expect(err.contains("line 2: expected a string in double quotes (column 2)"))
+        #expect(err.contains(#"line 4: environment must be "production" or "sandbox", not "staging""#))
+        #expect(err.contains("2 bad lines in \(input) skipped; the other 2 were imported"))
+        let (_, stats, _) = fixture.run(["tokens", "stats", "--json", "--store", fixture.store])
+        #expect(stats.contains(#""installations":2"#))
+
+        let (jsonCode, json, _) = fixture.run(["tokens", "import", input, "--json", "--store", fixture.store])
+        #expect(jsonCode == .dataError)
+        #expect(json.hasPrefix(#"{"lines":4,"imported":2,"bad":2,"errors":[{"line":2,"message":"expected a string in double quotes (column 2)"}"#))
+    }
+
+    @Test func strictImportsNothingWhenALineIsBad() {
+        let fixture = CLIFixture()
+        let input = fixture.file("in.jsonl", Self.line("a", token: Self.token(1)) + "\n" + Self.line("b", token: "xyz") + "\n")
+        let (code, _, err) = fixture.run(["tokens", "import", input, "--strict", "--store", fixture.store])
+        #expect(code == .dataError)
+        #expect(err.contains("line 2: token must be an even number of hex digits"))
+        #expect(err.contains("nothing imported (--strict)"))
+        let (statsCode, _, statsErr) = fixture.run(["tokens", "stats", "--store", fixture.store])
+        #expect(statsCode == .noInput)
+        #expect(statsErr.contains("no token store at \(fixture.store)"))
+    }
+
+    @Test func exportThenImportRoundTripsExactly() {
+        let fixture = CLIFixture()
+        let (_, generated, _) = fixture.run(["tokens", "generate", "--count", "300", "--topics", "7", "--levels", "4", "--seed", "9"])
+        #expect(generated.split(separator: "\n").count == 300)
+        // One installation with both kinds of token and two topics.
+        let both = [
+            #"{"installationId":"both","app":"com.example.eew","environment":"production","kind":"device","token":"\#(Self.token(5))","topics":[{"name":"b","minLevel":0},{"name":"a","minLevel":2}]}"#,
+            #"{"installationId":"both","app":"com.example.eew","environment":"production","kind":"pushToStart","token":"\#(Self.token(6))","topics":[{"name":"b","minLevel":0},{"name":"a","minLevel":2}]}"#,
+        ].joined(separator: "\n")
+        let input = fixture.file("in.jsonl", generated + both + "\n")
+        #expect(fixture.run(["tokens", "import", input, "--store", fixture.store]).0 == .success)
+        let (code, exported, _) = fixture.run(["tokens", "export", "--store", fixture.store])
+        #expect(code == .success)
+        #expect(exported.split(separator: "\n").count == 302)
+        #expect(exported.contains(both.split(separator: "\n")[1] + "\n" + both.split(separator: "\n")[0]))
+        let second = fixture.directory + "/second"
+        let exportFile = fixture.file("export.jsonl", exported)
+        #expect(fixture.run(["tokens", "import", exportFile, "--store", second]).0 == .success)
+        #expect(fixture.run(["tokens", "export", "--store", second]).1 == exported)
+    }
+
+    @Test func statsCountPerAppEnvironmentKindAndTopic() {
+        let fixture = CLIFixture()
+        let input = fixture.file("in.jsonl", [
+            Self.line("a", token: Self.token(1), topic: "region:301"),
+            Self.line("b", token: Self.token(2), topic: "region:301"),
+            Self.line("c", token: Self.token(3), kind: "device", topic: "region:302"),
+        ].joined(separator: "\n"))
+        #expect(fixture.run(["tokens", "import", input], environment: ["SOKUHO_STORE": fixture.store]).0 == .success)
+        let (code, json, _) = fixture.run(["tokens", "stats", "--json"], environment: ["SOKUHO_STORE": fixture.store])
+        #expect(code == .success)
+        #expect(json.contains(#""installations":3,"totalTokens":3"#))
+        #expect(json.contains(#""tokens":[{"app":"com.example.eew","environment":"sandbox","kind":"pushToStart","count":2},{"app":"com.example.eew","environment":"sandbox","kind":"device","count":1}]"#))
+        #expect(json.contains(#""topics":[{"app":"com.example.eew","environment":"sandbox","topic":"region:301","count":2},{"app":"com.example.eew","environment":"sandbox","topic":"region:302","count":1}]"#))
+        let (_, text, _) = fixture.run(["tokens", "stats", "--store", fixture.store])
+        #expect(text.contains("  com.example.eew sandbox region:301: 2\n"))
+        // Both region:301 tokens have minLevel 3: a level-2 event reaches neither.
+        let targets = ["tokens", "targets", "--app", "com.example.eew", "--environment", "sandbox", "--topic", "region:301", "--json", "--store", fixture.store]
+        #expect(fixture.run(targets + ["--level", "3"]).1.hasPrefix(#"{"targets":2,"pushToStart":2,"device":0,"seconds":"#))
+        #expect(fixture.run(targets + ["--level", "2"]).1.hasPrefix(#"{"targets":0,"#))
+    }
+
+    @Test func pruneSaysWhatItRemoved() {
+        let fixture = CLIFixture()
+        #expect(fixture.run(["tokens", "prune", "--store", fixture.store]).0 == .usage)
+        #expect(fixture.run(["tokens", "prune", "--expired", "--store", fixture.store]).0 == .noInput)
+        _ = fixture.run(["tokens", "import", fixture.file("in.jsonl", Self.line("a", token: Self.token(1))), "--store", fixture.store])
+        let (code, out, _) = fixture.run(["tokens", "prune", "--expired", "--json", "--store", fixture.store])
+        #expect(code == .success)
+        #expect(out == #"{"installations":0,"activities":0,"events":0}"# + "\n")
+    }
+
+    @Test func checkAndBackup() {
+        let fixture = CLIFixture()
+        _ = fixture.run(["tokens", "import", fixture.file("in.jsonl", Self.line("a", token: Self.token(1))), "--store", fixture.store])
+        let (code, out, _) = fixture.run(["store", "check", "--store", fixture.store])
+        #expect(code == .success)
+        #expect(out == "ok: schema 2 (current 2), 1 installations, 1 tokens, 1 topic entries\n")
+        let backup = fixture.directory + "/backup"
+        #expect(fixture.run(["store", "backup", backup, "--store", fixture.store]).0 == .success)
+        #expect(fixture.run(["store", "check", "--json", "--store", backup]).1.hasPrefix(#"{"ok":true,"schemaVersion":2,"installations":1"#))
+        let (again, _, err) = fixture.run(["store", "backup", backup, "--store", fixture.store])
+        #expect(again == .cantCreate)
+        #expect(err.contains("already exists"))
+    }
+
+    @Test func errorsMapToExitCodes() {
+        let fixture = CLIFixture()
+        let (missing, _, missingErr) = fixture.run(["tokens", "import", fixture.directory + "/nope.jsonl", "--store", fixture.store])
+        #expect(missing == .noInput)
+        #expect(missingErr == "sokuho tokens import: cannot read \(fixture.directory)/nope.jsonl: No such file or directory\n")
+        CLIFixture.shell("mkdir -p '\(fixture.store)' && echo 'hello' > '\(fixture.store)/data.mdb'")
+        let (foreign, _, foreignErr) = fixture.run(["store", "check", "--store", fixture.store])
+        #expect(foreign == .config)
+        #expect(foreignErr.contains("is not a Sokuho token store"))
+    }
+
+    @Test func aReadOnlyDirectoryIsPermissionDenied() {
+        let fixture = CLIFixture()
+        let store = fixture.directory + "/readonly"
+        CLIFixture.shell("chmod 755 '\(fixture.directory)' && mkdir '\(store)' && chmod 555 '\(store)'")
+        let input = fixture.file("in.jsonl", Self.line("a", token: Self.token(1)))
+        CLIFixture.shell("chmod 644 '\(input)'")
+        // root ignores permissions: run the binary as nobody then.
+        let asUser = getuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : ""
+        let status = CLIFixture.shell("\(asUser)'\(CLIFixture.binary)' tokens import '\(input)' --store '\(store)' 2>'\(fixture.directory)/err'")
+        #expect(status == ExitCode.noPermission.rawValue)
+        #expect(CLIFixture.readFile(fixture.directory + "/err").contains("permission denied for the token store at \(store)"))
+        CLIFixture.shell("chmod 755 '\(store)'")
+    }
+
+    @Test func aKilledImportLeavesAConsistentCommittedPrefix() throws {
+        let fixture = CLIFixture()
+        let (pid, input) = CLIFixture.spawn(["tokens", "import", "-", "--batch", "100", "--store", fixture.store])
+        // 1 050 lines, then keep stdin open: the importer commits whole batches of 100 and waits for
+        // more, so the last 50 lines are never committed.
+        let lines = (0..<1050).map { Self.line(String.padded($0), token: Self.token($0)) + "\n" }.joined()
+        CLIFixture.writeAll(input, lines)
+        // Wait until at least 300 lines are committed, then kill it mid-import.
+        var committed = 0
+        for _ in 0..<500 where committed < 300 {
+            usleep(20_000)
+            let (_, json, _) = fixture.run(["tokens", "stats", "--json", "--store", fixture.store])
+            if let range = json.firstRange(of: #""installations":"#) {
+                committed = Int(json[range.upperBound...].prefix { $0.isNumber }) ?? 0
+            }
+        }
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        close(input)
+        #expect(committed >= 300)
+
+        let (code, out, _) = fixture.run(["store", "check", "--store", fixture.store])
+        #expect(code == .success, "\(out)")
+        let (_, exported, _) = fixture.run(["tokens", "export", "--store", fixture.store])
+        let ids = exported.split(separator: "\n").compactMap { $0.split(separator: "\"").dropFirst(3).first.map(String.init) }
+        // Whole batches of 100, and exactly the first lines of the input.
+        #expect(ids.count % 100 == 0 && ids.count >= 300 && ids.count <= 1000)
+        #expect(ids.sorted() == (0..<ids.count).map { String.padded($0) })
+    }
+}
+
+extension String {
+    /// A zero-padded 4-digit number ("0042"), so ids sort like the lines.
+    static func padded(_ value: Int) -> String {
+        let text = "\(value)"
+        return String(repeating: "0", count: Swift.max(0, 4 - text.count)) + text
+    }
+
+    func replacingOccurrences(_ target: String, _ replacement: String) -> String {
+        var result = ""
+        var rest = Substring(self)
+        while let range = rest.firstRange(of: target) {
+            result += rest[..<range.lowerBound] + replacement
+            rest = rest[range.upperBound...]
+        }
+        return result + rest
+    }
+}

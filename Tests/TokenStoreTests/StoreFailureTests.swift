@@ -1,0 +1,120 @@
+import CLMDB
+import Glibc
+import Testing
+@testable import TokenStore
+
+/// What an operator sees when the store is not what it should be.
+@Suite struct StoreFailureTests {
+    @Test func aFileThatIsNotLMDBIsForeign() throws {
+        let fixture = StoreFixture()
+        let fd = open(fixture.directory + "/data.mdb", O_WRONLY | O_CREAT, 0o600)
+        let text = Array(repeating: "these are not the pages you are looking for\n", count: 400).joined()
+        _ = text.withCString { write(fd, $0, strlen($0)) }
+        close(fd)
+        #expect {
+            _ = try fixture.open()
+        } throws: { error in
+            guard case let .foreign(path, _) = error as? StoreError else { return false }
+            return path == fixture.directory && "\(error)".contains("is not a Sokuho token store")
+        }
+    }
+
+    @Test func anLMDBDatabaseOfSomethingElseIsForeign() throws {
+        let fixture = StoreFixture()
+        do {
+            let environment = try LMDBEnvironment(directory: fixture.directory, mapSize: 1 << 20, readOnly: false)
+            let txn = try environment.begin(readOnly: false)
+            let main = try txn.openDatabase(nil, flags: 0, create: false)!
+            try txn.put(main, Array("someone-else".utf8), [1, 2, 3])
+            try txn.commit()
+        }
+        #expect(throws: StoreError.foreign(path: fixture.directory, detail: "an LMDB database without Sokuho's schema")) {
+            _ = try fixture.open()
+        }
+    }
+
+    @Test func aStoreFromANewerSokuhoIsRefused() throws {
+        let fixture = StoreFixture()
+        do {
+            let store = try fixture.open()
+            store.close()
+            let txn = try store.environment.begin(readOnly: false)
+            var writer = RecordWriter()
+            writer.uint32(StoreSchema.currentVersion + 1)
+            try txn.put(store.databases.meta, StoreSchema.versionKey, writer.bytes)
+            try txn.commit()
+        }
+        #expect(throws: StoreError.newerSchema(path: fixture.directory, found: StoreSchema.currentVersion + 1, supported: StoreSchema.currentVersion)) {
+            _ = try fixture.open()
+        }
+        #expect(throws: StoreError.newerSchema(path: fixture.directory, found: StoreSchema.currentVersion + 1, supported: StoreSchema.currentVersion)) {
+            _ = try fixture.open(TokenStore.Options(readOnly: true))
+        }
+    }
+
+    @Test func aFreshStoreIsMigratedToTheCurrentSchema() throws {
+        let fixture = StoreFixture()
+        #expect(throws: StoreError.missing(path: fixture.directory)) {
+            _ = try fixture.open(TokenStore.Options(readOnly: true))
+        }
+        let store = try fixture.open()
+        #expect(try store.schemaVersion == StoreSchema.currentVersion)
+        #expect(StoreSchema.migrations.map(\.from) == Array(0..<StoreSchema.currentVersion))
+    }
+
+    @Test func aSchema1StoreIsMigratedAndItsActivitiesIndexed() throws {
+        let fixture = StoreFixture()
+        let activity = ActivityRecord(id: "act-1", app: "com.example.eew", environment: .sandbox, updateToken: token(3),
+                                      eventKey: "eew-7", startedAt: 0)
+        do {
+            // A store as schema 1 left it: no activity index yet.
+            let environment = try LMDBEnvironment(directory: fixture.directory, mapSize: 1 << 20, readOnly: false)
+            let txn = try environment.begin(readOnly: false)
+            try StoreSchema.migrations[0].run(txn)
+            let meta = try txn.openDatabase("meta", flags: 0, create: false)!
+            try txn.put(meta, StoreSchema.formatKey, StoreSchema.formatMarker)
+            try txn.put(meta, StoreSchema.versionKey, [0, 0, 0, 1])
+            let activities = try txn.openDatabase("activities", flags: 0, create: false)!
+            try txn.put(activities, Array("act-1".utf8), activity.encoded)
+            try txn.commit()
+        }
+        #expect(throws: StoreError.invalid("the token store at \(fixture.directory) has schema version 1 and needs an upgrade to \(StoreSchema.currentVersion); run any writing command (e.g. sokuho tokens prune --expired) once")) {
+            _ = try fixture.open(TokenStore.Options(readOnly: true))
+        }
+        let store = try fixture.open()
+        #expect(try store.schemaVersion == StoreSchema.currentVersion)
+        #expect(try store.activities(eventKey: "eew-7") == [activity])
+        #expect(try store.check().isConsistent)
+    }
+
+    @Test func aWriterWaitsForAnotherProcessThenFailsClearly() throws {
+        let fixture = StoreFixture()
+        _ = try fixture.open()
+        // Another process holding the writer lock (flock is per open file description, so a
+        // second descriptor in this process stands in for it).
+        let fd = open(fixture.directory + "/writer.lock", O_RDWR)
+        #expect(flock(fd, LOCK_EX) == 0)
+        #expect {
+            _ = try fixture.open(TokenStore.Options(lockTimeout: 0.2))
+        } throws: { error in
+            guard case let .locked(path, waited) = error as? StoreError else { return false }
+            return path == fixture.directory && waited >= 0.2 && "\(error)".contains("retry when it finishes")
+        }
+        // Readers never wait for the writer lock.
+        let reader = try fixture.open(TokenStore.Options(readOnly: true))
+        #expect(try reader.statistics().installations == 0)
+        flock(fd, LOCK_UN)
+        close(fd)
+    }
+
+    @Test func errnoValuesBecomeTheErrorsAUserCanActOn() {
+        #expect(StoreError.from(EACCES, path: "/s") == .permissionDenied(path: "/s"))
+        #expect(StoreError.from(EROFS, path: "/s") == .permissionDenied(path: "/s"))
+        #expect(StoreError.from(ENOSPC, path: "/s") == .diskFull(path: "/s"))
+        #expect("\(StoreError.from(ENOSPC, path: "/s"))".contains("disk holding the token store at /s is full"))
+        guard case .corrupt = StoreError.from(MDB_CORRUPTED, path: "/s") else {
+            Issue.record("MDB_CORRUPTED is corruption")
+            return
+        }
+    }
+}

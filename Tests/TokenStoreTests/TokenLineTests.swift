@@ -1,0 +1,134 @@
+import JSONCore
+import Testing
+@testable import TokenStore
+
+/// The import line format: strict, with messages that point at the mistake.
+@Suite struct TokenLineTests {
+    let hex = "5e5532fbeea293f80bc942ee9086c171b9b501d1d854bb7180021590ff0b4dc3"
+    var line: String {
+        #"{"installationId":"A1","app":"com.example.eew","environment":"sandbox","kind":"pushToStart","token":"\#(hex)","topics":[{"name":"region:301","minLevel":3}]}"#
+    }
+
+    func failure(_ text: String) -> String? {
+        do { _ = try TokenLineParser.parse(text); return nil } catch { return error.message }
+    }
+
+    @Test func theIssuesExampleLineParses() throws {
+        let registration = try TokenLineParser.parse(line)
+        #expect(registration.installationID == "A1")
+        #expect(registration.app == "com.example.eew")
+        #expect(registration.environment == .sandbox)
+        #expect(registration.kind == .pushToStart)
+        #expect(registration.token.count == 32)
+        #expect(registration.topics == [TopicSubscription(name: "region:301", minLevel: 3)])
+    }
+
+    @Test func anyValidJSONSpellingOfTheSameObjectParsesTheSame() throws {
+        let expected = try TokenLineParser.parse(line)
+        let variants = [
+            #" { "topics" : [ { "minLevel" : 3 , "name" : "region:301" } ] , "token" : "\#(hex.uppercased())" , "kind" : "pushToStart" , "environment" : "sandbox" , "app" : "com.example.eew" , "installationId" : "A1" } "#,
+            #"{"installationId":"\u0041\u0031","app":"com\u002eexample.eew","environment":"sandbox","kind":"pushToStart","token":"\#(hex)","topics":[{"name":"region:301","minLevel":3}]}"#,
+        ]
+        for variant in variants {
+            #expect(try TokenLineParser.parse(variant) == expected, "\(variant)")
+            #expect((try? JSONParser.parse(variant)) != nil)
+        }
+        let noLevel = try TokenLineParser.parse(line.replacingOccurrences(#","minLevel":3"#, ""))
+        #expect(noLevel.topics == [TopicSubscription(name: "region:301", minLevel: 0)])
+        let unicode = try TokenLineParser.parse(line.replacingOccurrences("region:301", #"東京\ud83c\udf0a"#))
+        #expect(unicode.topics.first?.name == "東京🌊")
+    }
+
+    @Test func badLinesAreRefusedWithAMessageNamingTheProblem() {
+        let cases: [(String, String)] = [
+            ("", "a line must be one JSON object"),
+            ("[]", "a line must be one JSON object"),
+            (line + "x", "unexpected text after the JSON object"),
+            (String(line.dropLast()), "unexpected end of line"),
+            (line.replacingOccurrences(#""app""#, #""ap""#), #"unknown field "ap""#),
+            (line.replacingOccurrences(#""kind":"pushToStart","#, ""), #"missing field "kind""#),
+            (line.replacingOccurrences(#""kind":"pushToStart""#, #""kind":"pushToStart","kind":"device""#), #"field "kind" appears twice"#),
+            (line.replacingOccurrences("sandbox", "staging"), #"environment must be "production" or "sandbox""#),
+            (line.replacingOccurrences("pushToStart", "alert"), #"kind must be "pushToStart" or "device""#),
+            (line.replacingOccurrences(hex, "zz" + hex.dropFirst(2)), "token must be an even number of hex digits"),
+            (line.replacingOccurrences(hex, String(hex.dropFirst())), "token must be an even number of hex digits"),
+            (line.replacingOccurrences(hex, "abcd"), "token is 2 bytes"),
+            (line.replacingOccurrences(#""minLevel":3"#, #""minLevel":300"#), "minLevel must be a whole number from 0 to 255"),
+            (line.replacingOccurrences(#""minLevel":3"#, #""minLevel":3.5"#), "minLevel must be a whole number from 0 to 255"),
+            (line.replacingOccurrences(#""minLevel":3"#, #""minLevel":-1"#), "minLevel must be a whole number from 0 to 255"),
+            (line.replacingOccurrences(#""minLevel":3"#, #""minLevel":03"#), "minLevel must be a whole number from 0 to 255"),
+            (line.replacingOccurrences(#""minLevel":3"#, #""level":3"#), #"unknown topic field "level""#),
+            (line.replacingOccurrences(#""A1""#, #""""#), "installationId is empty"),
+            (line.replacingOccurrences(#""A1""#, "\"A\u{1}\""), "a control character must be escaped"),
+            (line.replacingOccurrences(#""A1""#, #""A\x""#), "invalid escape"),
+            (line.replacingOccurrences(#""A1""#, #""\ud83c""#), "surrogate must come in a pair"),
+            (line.replacingOccurrences("region:301", #"a\u0000b"#), "topic name contains a control character"),
+            (line.replacingOccurrences(#"{"name":"region:301","minLevel":3}"#, #"{"name":"a"},{"name":"a"}"#), "topic 'a' is listed twice"),
+            (line.replacingOccurrences(#","topics""#, #" "topics""#), "expected ',' or '}' after a value"),
+        ]
+        for (text, expected) in cases {
+            let message = failure(text)
+            #expect(message?.contains(expected) == true, "\(text) → \(message ?? "accepted")")
+        }
+        // Where the line is not JSON at all, the general parser agrees.
+        for text in ["", "[]x", line + "x", String(line.dropLast()), line.replacingOccurrences(#""A1""#, #""A\x""#),
+                     line.replacingOccurrences(#""minLevel":3"#, #""minLevel":03"#)] {
+            #expect((try? JSONParser.parse(text)) == nil, "\(text)")
+        }
+    }
+
+    @Test func theMessageCarriesTheColumnAndNeverTheToken() {
+        let bad = line.replacingOccurrences("pushToStart", "alert")
+        do {
+            _ = try TokenLineParser.parse(bad)
+            Issue.record("accepted")
+        } catch {
+            let prefix = #"{"installationId":"A1","app":"com.example.eew","environment":"sandbox","kind":"#
+            #expect(error.column == prefix.utf8.count + 1)
+            #expect(!error.description.contains(hex))
+        }
+    }
+
+    @Test func writtenLinesParseBackToTheSameInstallation() throws {
+        var installation = Installation(id: "in\"stall\\1", app: "com.example.eew", environment: .production,
+                                        topics: [TopicSubscription(name: "東京", minLevel: 5), TopicSubscription(name: "b")],
+                                        createdAt: 0, updatedAt: 0)
+        installation.setToken(Array(0..<32), kind: .device)
+        installation.setToken(Array(100..<164), kind: .pushToStart)
+        var bytes: [UInt8] = []
+        TokenLineWriter.append(installation, kind: .pushToStart, to: &bytes)
+        TokenLineWriter.append(installation, kind: .device, to: &bytes)
+        let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n").map(String.init)
+        #expect(lines.count == 2)
+        let first = try TokenLineParser.parse(lines[0])
+        let second = try TokenLineParser.parse(lines[1])
+        #expect(first.installationID == installation.id && first.kind == .pushToStart && first.token == Array(100..<164))
+        #expect(second.kind == .device && second.token == Array(0..<32) && second.environment == .production)
+        #expect(second.topics == installation.topics)
+        #expect(lines[1].contains(#""token":"000102"#))
+    }
+}
+
+extension String {
+    /// Replaces every occurrence of `target` (no Foundation in tests either).
+    func replacingOccurrences(_ target: String, _ replacement: String) -> String {
+        let source = Array(utf8)
+        let pattern = Array(target.utf8)
+        var result: [UInt8] = []
+        var index = 0
+        while index < source.count {
+            if index + pattern.count <= source.count, Array(source[index..<index + pattern.count]) == pattern {
+                result += replacement.utf8
+                index += pattern.count
+            } else {
+                result.append(source[index])
+                index += 1
+            }
+        }
+        return String(decoding: result, as: UTF8.self)
+    }
+}
+
+extension TokenLineParser.Failure {
+    var message: String { description }
+}
