@@ -18,12 +18,12 @@ public final class HTTP2Server: EventLoopSource, @unchecked Sendable {
 
     /// Binds `host:port` (port 0: any free port; see `address.port`).
     public init(loop: EventLoop, host: String, port: Int, tls: TLSConfiguration, handler: HTTP2RequestHandler,
-                maximumStreams: UInt32 = 1000) throws(TransportError) {
+                maximumStreams: UInt32 = 1000, reusePort: Bool = false) throws(TransportError) {
         self.loop = loop
         self.tls = tls
         self.handler = handler
         self.maximumStreams = maximumStreams
-        (listenFD, address) = try Socket.listen(host: host, port: port)
+        (listenFD, address) = try Socket.listen(host: host, port: port, reusePort: reusePort)
     }
 
     deinit { Glibc.close(listenFD) }

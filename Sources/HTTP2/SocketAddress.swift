@@ -97,13 +97,16 @@ enum Socket {
     }
 
     /// A non-blocking listening socket bound to `host:port` (port 0 picks a free one).
-    static func listen(host: String, port: Int, backlog: Int32 = 1024) throws(TransportError) -> (fd: Int32, address: SocketAddress) {
+    /// With `reusePort`, several listeners (one per loop thread) can share the port (SO_REUSEPORT):
+    /// the kernel spreads new connections over them.
+    static func listen(host: String, port: Int, reusePort: Bool = false, backlog: Int32 = 1024) throws(TransportError) -> (fd: Int32, address: SocketAddress) {
         let addresses = try SocketAddress.resolve(host: host, port: port)
         guard let address = addresses.first else { throw .resolve(host: host, message: "no address") }
         let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .socket("socket", errno) }
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        if reusePort { setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, socklen_t(MemoryLayout<Int32>.size)) }
         var storage = address.storage
         let bound = withUnsafePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, address.length) }

@@ -4,27 +4,26 @@ import Glibc
 import Crypto
 import HTTP2
 
-/// The APNs simulator: a device-push port and a channel-management port on one loop thread,
+/// The APNs simulator: a device-push port served by one or more loop threads and a channel-management port,
 /// with its own CA. Used by `sokuho simulator`, the tests, the demo and `sokuho bench`.
 public final class APNsSimulator: Sendable {
     public let configuration: SimulatorConfiguration
     public let certificates: SimulatorCertificates
-    private let loop: EventLoop
-    private let pushServer: HTTP2Server
+    private let loops: [EventLoop]
+    /// One device-push listener per loop thread, all on one port (SO_REUSEPORT).
+    private let pushServers: [HTTP2Server]
+    /// Channel management is light: one listener, on the first loop.
     private let manageServer: HTTP2Server
-    private let handler: SimulatorHandler
-    private let thread: OSThread
-    private let log: PushLog?
+    private let shared: SimulatorShared
+    private let threads: [OSThread]
 
     /// Starts listening. `certificates` come from `SimulatorCertificates.prepare(directory:)`.
     public init(configuration: SimulatorConfiguration, certificates: SimulatorCertificates) throws(SimulatorError) {
         self.configuration = configuration
         self.certificates = certificates
-        log = try configuration.logPath.map { (path: String) throws(SimulatorError) in try PushLog(path: path) }
-        let handler = SimulatorHandler(configuration: configuration, log: log)
-        self.handler = handler
-        let loop = EventLoop(name: "sokuho-simulator")
-        self.loop = loop
+        let log = try configuration.logPath.map { (path: String) throws(SimulatorError) in try PushLog(path: path) }
+        let shared = SimulatorShared(log: log)
+        self.shared = shared
         let tls: TLSConfiguration
         do {
             tls = try TLSConfiguration.server(certificateFile: certificates.certificate, keyFile: certificates.key)
@@ -32,34 +31,54 @@ public final class APNsSimulator: Sendable {
             throw .certificates(error.description)
         }
         let initialStreams = configuration.oneStreamUntilFirstPush ? 1 : configuration.maximumStreams
+        let count = max(1, configuration.threads)
+        var loops: [EventLoop] = []
+        var pushServers: [HTTP2Server] = []
+        var manageServer: HTTP2Server?
         do {
-            pushServer = try HTTP2Server(loop: loop, host: configuration.host, port: configuration.port, tls: tls,
-                                         handler: PortHandler(inner: handler, management: false), maximumStreams: initialStreams)
-            manageServer = try HTTP2Server(loop: loop, host: configuration.host, port: configuration.managePort, tls: tls,
-                                           handler: PortHandler(inner: handler, management: true), maximumStreams: 100)
+            var port = configuration.port
+            for index in 0..<count {
+                let loop = EventLoop(name: "sokuho-sim-\(index)")
+                let handler = SimulatorHandler(configuration: configuration, shared: shared)
+                let server = try HTTP2Server(loop: loop, host: configuration.host, port: port, tls: tls,
+                                             handler: PortHandler(inner: handler, management: false),
+                                             maximumStreams: initialStreams, reusePort: count > 1)
+                port = server.port  // the others join the port the first one got
+                if index == 0 {
+                    manageServer = try HTTP2Server(loop: loop, host: configuration.host, port: configuration.managePort, tls: tls,
+                                                   handler: PortHandler(inner: handler, management: true), maximumStreams: 100)
+                }
+                loops.append(loop)
+                pushServers.append(server)
+            }
         } catch {
             throw .listen(error.description)
         }
-        let push = pushServer, manage = manageServer
-        loop.execute { push.start(); manage.start() }
-        thread = loop.start()
+        self.loops = loops
+        self.pushServers = pushServers
+        self.manageServer = manageServer!
+        let manage = manageServer!
+        loops[0].execute { manage.start() }
+        for (loop, server) in zip(loops, pushServers) { loop.execute { server.start() } }
+        threads = loops.map { $0.start() }
     }
 
     /// The device push / broadcast port.
-    public var port: Int { pushServer.port }
+    public var port: Int { pushServers[0].port }
     /// The channel-management port.
     public var managePort: Int { manageServer.port }
 
     /// What the simulator has seen so far.
-    public var counters: SimulatorCounters { handler.counters.withLock { $0 } }
+    public var counters: SimulatorCounters { shared.counters.withLock { $0 } }
 
-    /// Stops listening, drops every connection and ends the loop thread.
+    /// Stops listening, drops every connection and ends the loop threads.
     public func stop() {
-        let push = pushServer, manage = manageServer
-        loop.execute { push.stop(); manage.stop() }
-        loop.stop()
-        thread.join()
-        log?.close()
+        let manage = manageServer
+        loops[0].execute { manage.stop() }
+        for (loop, server) in zip(loops, pushServers) { loop.execute { server.stop() } }
+        for loop in loops { loop.stop() }
+        for thread in threads { thread.join() }
+        shared.log?.close()
     }
 }
 

@@ -7,6 +7,8 @@ public struct SimulatorConfiguration: Sendable {
     public var port = 0
     /// Channel-management port (0: any free port).
     public var managePort = 0
+    /// Loop threads serving device pushes (each with its own listener on the same port).
+    public var threads = 1
     /// Provider keys whose ES256 tokens are accepted.
     public var trustedKeys: [ProviderTokenVerifier.TrustedKey] = []
     /// Bundle IDs the trusted team may push to; empty accepts any.

@@ -8,21 +8,18 @@ import JSONCore
 import Synchronization
 
 /// The APNs look-alike behind both simulator ports: authenticates, validates, routes, injects
-/// faults and answers like APNs. Runs on the simulator's one loop thread; counters are shared
-/// through a Mutex so tests and the CLI can read them from outside.
+/// faults and answers like APNs. One per loop thread; what the threads share (counters, channels,
+/// the log) is in `SimulatorShared`.
 final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
-    // @unchecked: mutable state is confined to the loop thread, except `counters` (a Mutex).
+    // @unchecked: mutable state is confined to this handler's loop thread; `shared` is thread-safe.
     let configuration: SimulatorConfiguration
     private let verifier: ProviderTokenVerifier
     private var connectionState: [ObjectIdentifier: ConnectionState] = [:]
-    private var channels: [String: [String: Int]] = [:]  // bundle → channel ID → storage policy
     /// apns-id / apns-unique-id values need to be unique, not secret: a cheap generator, seeded once.
     private var uuids: FastRandom
     private var validations = ValidationCache()
-    /// Device-push and broadcast requests over all connections (the GOAWAY and drop faults count these).
-    private var pushRequests = 0
-    let counters = Mutex(SimulatorCounters())
-    private let log: PushLog?
+    let shared: SimulatorShared
+    private var log: PushLog? { shared.log }
     /// Which server (device or management) each connection came in on.
     var managementConnections = Set<ObjectIdentifier>()
 
@@ -32,16 +29,16 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
         var credentials = ConnectionCredentials()
     }
 
-    init(configuration: SimulatorConfiguration, log: PushLog?) {
+    init(configuration: SimulatorConfiguration, shared: SimulatorShared) {
         self.configuration = configuration
-        self.log = log
+        self.shared = shared
         verifier = ProviderTokenVerifier(trusting: configuration.trustedKeys)
         uuids = FastRandom(seed: configuration.seed != 0 ? configuration.seed : RandomSource.shared.next())
     }
 
     func connectionOpened(_ connection: ServerConnection) {
         connectionState[ObjectIdentifier(connection)] = ConnectionState()
-        counters.withLock { $0.connections += 1 }
+        shared.counters.withLock { $0.connections += 1 }
     }
 
     func connectionClosed(_ connection: ServerConnection) {
@@ -54,7 +51,7 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
         // note = "<token or channel>\n<log line>" for accepted pushes.
         let split = note.firstIndex(of: "\n") ?? note.endIndex
         let key = String(note[..<split])
-        counters.withLock {
+        shared.counters.withLock {
             $0.accepted += 1
             if configuration.trackTokens { $0.acceptedPerToken[key, default: 0] += 1 }
         }
@@ -68,9 +65,9 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
         defer { connectionState[id] = state }
         let isManagement = managementConnections.contains(id)
 
-        if !isManagement { pushRequests += 1 }
+        let pushRequests = isManagement ? 0 : shared.pushRequests.add(1, ordering: .relaxed).newValue
         if configuration.resetAfter > 0 && !isManagement && pushRequests % configuration.resetAfter == 0 {
-            counters.withLock { $0.connectionsDropped += 1 }
+            shared.counters.withLock { $0.connectionsDropped += 1 }
             connection.drop()
             return
         }
@@ -99,7 +96,7 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
             case let .broadcast(bundle):
                 let (channel, expiration) = try RequestRules.checkBroadcast(headers: request.headers, body: request.body,
                                                                            bundle: bundle, bundles: configuration.bundles)
-                guard let policy = channels[bundle]?[channel] else { throw RequestRules.Refusal(reason: .channelNotRegistered) }
+                guard let policy = shared.channels.withLock({ $0[bundle]?[channel] }) else { throw RequestRules.Refusal(reason: .channelNotRegistered) }
                 if policy == 0 && expiration != 0 {
                     throw RequestRules.Refusal(reason: .badExpirationDate, detail: "a No-Message-Stored channel takes apns-expiration 0")
                 }
@@ -107,13 +104,13 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
                 // Broadcasts are identified by apns-request-id (echoed or generated), not apns-id (APNS.md §9.1).
                 accept(request, on: connection, state: &state, key: channel, identity: requestIDHeader(request))
             case let .channels(bundle):
-                counters.withLock { $0.channelRequests += 1 }
+                shared.counters.withLock { $0.channelRequests += 1 }
                 try manageChannel(request, bundle: bundle, on: connection)
             case let .allChannels(bundle):
-                counters.withLock { $0.channelRequests += 1 }
+                shared.counters.withLock { $0.channelRequests += 1 }
                 var writer = JSONWriter()
                 writer.beginObject(); writer.key("channels"); writer.beginArray()
-                for channel in (channels[bundle] ?? [:]).keys.sorted() { writer.string(channel) }
+                for channel in shared.channels.withLock({ ($0[bundle] ?? [:]).keys.sorted() }) { writer.string(channel) }
                 writer.endArray(); writer.endObject()
                 respond(connection, request, ServerResponse(status: 200, headers: requestIDHeader(request), body: writer.bytes))
             }
@@ -121,7 +118,7 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
             refuse(request, on: connection, error, withRequestID: isManagement || request.path.hasPrefix("/4/"))
         }
         if configuration.goAwayAfter > 0 && !isManagement && pushRequests % configuration.goAwayAfter == 0 {
-            counters.withLock { $0.goAwaysSent += 1 }
+            shared.counters.withLock { $0.goAwaysSent += 1 }
             connection.goAway(lastStreamID: request.streamID, reason: nil)
         }
     }
@@ -168,19 +165,23 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
         switch request.method {
         case "POST":
             let policy = try RequestRules.checkChannelCreate(body: request.body)
-            guard (channels[bundle]?.count ?? 0) < 10_000 else { throw RequestRules.Refusal(reason: .cannotCreateChannelConfig) }
             // 18 random bytes: 24 base64 characters, as APNs' IDs were observed (standard alphabet).
             let id = String(Base64URL.encode(RandomSource.shared.bytes(18)).map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 })
-            channels[bundle, default: [:]][id] = policy
+            let created = shared.channels.withLock { table -> Bool in
+                guard (table[bundle]?.count ?? 0) < 10_000 else { return false }
+                table[bundle, default: [:]][id] = policy
+                return true
+            }
+            guard created else { throw RequestRules.Refusal(reason: .cannotCreateChannelConfig) }
             respond(connection, request, ServerResponse(status: 201, headers: [(HeaderName.channelID, id)] + requestIDHeader(request)))
         case "GET":
             let id = try channelID(of: request)
-            guard let policy = channels[bundle]?[id] else { throw RequestRules.Refusal(reason: .channelNotRegistered) }
+            guard let policy = shared.channels.withLock({ $0[bundle]?[id] }) else { throw RequestRules.Refusal(reason: .channelNotRegistered) }
             let body = Array("{\"message-storage-policy\":\(policy),\"push-type\":\"LiveActivity\"}".utf8)
             respond(connection, request, ServerResponse(status: 200, headers: [(HeaderName.channelID, id)] + requestIDHeader(request), body: body))
         default:  // DELETE
             let id = try channelID(of: request)
-            guard channels[bundle]?.removeValue(forKey: id) != nil else { throw RequestRules.Refusal(reason: .badPath, detail: "no such channel") }
+            guard shared.channels.withLock({ $0[bundle]?.removeValue(forKey: id) }) != nil else { throw RequestRules.Refusal(reason: .badPath, detail: "no such channel") }
             respond(connection, request, ServerResponse(status: 204, headers: requestIDHeader(request)))
         }
     }
@@ -206,7 +207,7 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
             writer.key("timestamp"); writer.int(SystemClock.seconds() * 1000)
         }
         writer.endObject()
-        counters.withLock { $0.rejected[refusal.reason.name, default: 0] += 1 }
+        shared.counters.withLock { $0.rejected[refusal.reason.name, default: 0] += 1 }
         var headers: [(name: String, value: String)] = [("content-type", "application/json")]
         if withRequestID {
             headers += requestIDHeader(request)

@@ -20,6 +20,7 @@ enum BenchCommand {
             OptionSpec("--streams", value: "N", help: "cap on concurrent streams per connection (default 1000)"),
             OptionSpec("--threads", value: "N", help: "event-loop threads (default: one per core, at most the connections)"),
             OptionSpec("--latency-ms", value: "N", help: "built-in simulator only: answer every push N ms late"),
+            OptionSpec("--simulator-threads", value: "N", help: "built-in simulator only: its loop threads (default: one per core)"),
             OptionSpec("--target", value: "https://HOST:PORT", help: "an external HTTP/2 server instead of the built-in simulator"),
             OptionSpec("--ca-file", value: "PEM", help: "with --target: the CA of its certificate"),
             OptionSpec("--server-name", value: "NAME", help: "with --target: the TLS name to verify (default: the host)"),
@@ -65,7 +66,8 @@ enum BenchCommand {
             configuration.serverName = invocation.string("--server-name")
             if invocation.string("--key") != nil { configuration.providerTokens = try APNsConnectionOptions.providerTokens(invocation) }
         } else {
-            let simulator = try ChildSimulator.start(streams: streams, latencyMilliseconds: latency)
+            let simulatorThreads = try invocation.int("--simulator-threads", in: 1...64) ?? Int(SystemInfo.cores)
+            let simulator = try ChildSimulator.start(streams: streams, latencyMilliseconds: latency, threads: simulatorThreads)
             child = simulator
             let tls: TLSConfiguration
             do { tls = try TLSConfiguration.client(caFile: simulator.caFile) } catch { throw CLIError(.software, error.description) }

@@ -22,10 +22,10 @@ final class ChildSimulator {
         self.keyID = keyID
     }
 
-    static func start(streams: Int, latencyMilliseconds: Int) throws(CLIError) -> ChildSimulator {
+    static func start(streams: Int, latencyMilliseconds: Int, threads: Int) throws(CLIError) -> ChildSimulator {
         let certDirectory = TemporaryDirectory.make(prefix: "sokuho-bench")
         let arguments = ["sokuho", "simulator", "--cert-dir", certDirectory, "--max-streams", String(streams),
-                         "--latency-ms", String(latencyMilliseconds), "--duration", "86400"]
+                         "--latency-ms", String(latencyMilliseconds), "--threads", String(threads), "--duration", "86400"]
         var pipeFDs: [Int32] = [0, 0]
         guard pipe(&pipeFDs) == 0 else { throw CLIError(.software, "pipe: \(String(cString: strerror(errno)))") }
         var actions = posix_spawn_file_actions_t()

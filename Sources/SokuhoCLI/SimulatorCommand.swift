@@ -14,6 +14,7 @@ enum SimulatorCommand {
             OptionSpec("--listen", value: "HOST", help: "address to listen on (default 127.0.0.1)"),
             OptionSpec("--port", value: "N", help: "device push and broadcast port (default 0: any free port)"),
             OptionSpec("--manage-port", value: "N", help: "channel-management port (default 0: any free port)"),
+            OptionSpec("--threads", value: "N", help: "loop threads serving device pushes (default 1)"),
             OptionSpec("--cert-dir", value: "DIR", help: "where the CA, server certificate and test key are read or generated (default: a new temporary directory)"),
             OptionSpec("--team-id", value: "ID", help: "also trust provider tokens of this team (with --key-id and --key)", environment: "SOKUHO_TEAM_ID"),
             OptionSpec("--key-id", value: "ID", help: "the key ID of --key", environment: "SOKUHO_KEY_ID"),
@@ -41,6 +42,7 @@ enum SimulatorCommand {
         configuration.host = invocation.string("--listen") ?? "127.0.0.1"
         configuration.port = try invocation.int("--port", in: 0...65535) ?? 0
         configuration.managePort = try invocation.int("--manage-port", in: 0...65535) ?? 0
+        configuration.threads = try invocation.int("--threads", in: 1...64) ?? 1
         configuration.latency = UInt64(try invocation.int("--latency-ms", in: 0...600_000) ?? 0) * 1_000_000
         configuration.goAwayAfter = try invocation.int("--goaway-after", in: 1...Int(Int32.max)) ?? 0
         configuration.resetAfter = try invocation.int("--reset-after", in: 1...Int(Int32.max)) ?? 0

@@ -1,0 +1,14 @@
+import Synchronization
+
+/// What every loop thread of one simulator shares: counters, the channel table, the request count
+/// the GOAWAY and drop faults go by, and the log. Everything else lives per loop.
+final class SimulatorShared: Sendable {
+    let counters = Mutex(SimulatorCounters())
+    /// bundle → channel ID → storage policy.
+    let channels = Mutex<[String: [String: Int]]>([:])
+    /// Device-push and broadcast requests over all connections and threads.
+    let pushRequests = Atomic<Int>(0)
+    let log: PushLog?
+
+    init(log: PushLog?) { self.log = log }
+}
