@@ -66,11 +66,11 @@ public enum LiveActivityKey: String, Sendable, CaseIterable {
         for key in allCases {
             switch key.presence(in: event) {
             case .required where !has(key):
-                throw ValidationError(field: key.field, "is missing; a \(event.rawValue) event needs \(key.meaning)")
+                throw ValidationError(field: key.field, "is missing; \(event.article) \(event.rawValue) event needs \(key.meaning)")
             case .forbidden where has(key):
                 let takers = LiveActivityEvent.allCases.filter { key.presence(in: $0) != .forbidden }.map(\.rawValue)
                 throw ValidationError(field: key.field,
-                                      "is not allowed in a \(event.rawValue) event (only \(takers.joined(separator: " and ")) take it); remove it")
+                                      "is not allowed in \(event.article) \(event.rawValue) event (only \(takers.joined(separator: " and ")) take it); remove it")
             default:
                 continue
             }

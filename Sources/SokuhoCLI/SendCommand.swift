@@ -148,6 +148,9 @@ enum SendCommand {
         } ?? APNsID.random()
 
         if let channel {
+            for option in ["--collapse-id", "--push-type"] where invocation.string(option) != nil {
+                throw .usage("\(option) does not apply to a broadcast (--channel): broadcasts are always liveactivity and cannot collapse")
+            }
             let channelID: ChannelID
             channelID = try option("--channel") { () throws(ValidationError) in try ChannelID(channel) }
             let policy: MessageStoragePolicy = (expiration.map { !$0.isImmediate } ?? false) ? .mostRecentMessageStored : .noMessageStored

@@ -78,14 +78,14 @@ import Testing
                 try Self.setting(key, present: false, in: base).render()
             } throws: { error in
                 let error = error as! ValidationError
-                return error.field == "aps.\(key.rawValue)" && error.message.contains("is missing; a \(event.rawValue) event needs")
+                return error.field == "aps.\(key.rawValue)" && error.message.contains("is missing; \(event == .start ? "a" : "an") \(event.rawValue) event needs")
             }
         case .forbidden:
             #expect {
                 try Self.setting(key, present: true, in: base).render()
             } throws: { error in
                 let error = error as! ValidationError
-                return error.field == "aps.\(key.rawValue)" && error.message.contains("not allowed in a \(event.rawValue) event")
+                return error.field == "aps.\(key.rawValue)" && error.message.contains("not allowed in \(event == .start ? "a" : "an") \(event.rawValue) event")
                     && error.message.contains("remove it")
             }
         case .optional:

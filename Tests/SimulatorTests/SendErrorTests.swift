@@ -159,6 +159,11 @@ import Testing
         #expect(neither.code == .usage, "\(neither)")
         let unknown = sokuho(["send", "--tokken", deviceToken("a3")])
         #expect(unknown.code == .usage, "\(unknown)")
+        let state = writeFile(dir, "state-usage.json", #"{"intensity":3}"#)
+        let collapsedBroadcast = sokuho(["send", "--channel", "AAAAAAAAAAAAAAAAAAAAAAAA", "--event", "update", "--content-state", state,
+                                         "--collapse-id", "x", "--topic", testBundle])
+        #expect(collapsedBroadcast.code == .usage, "\(collapsedBroadcast)")
+        #expect(collapsedBroadcast.err.contains("--collapse-id"), "\(collapsedBroadcast)")
     }
 
     @Test func anInvalidTokenIs65BeforeSending() {
