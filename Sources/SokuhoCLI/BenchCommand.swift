@@ -189,7 +189,15 @@ enum CPUUsage {
             + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
     }
 
+    /// Peak resident memory of this process image: VmHWM from /proc/self/status (unlike
+    /// ru_maxrss it starts afresh at exec, so `swift run` does not add the build tool's memory).
     static func peakRSSMegabytes() -> Double {
+        if let status = try? InputFile.read("/proc/self/status", option: "peak RSS") {
+            for line in String(decoding: status, as: UTF8.self).split(separator: "\n") where line.hasPrefix("VmHWM:") {
+                let digits = line.dropFirst(6).filter { $0.isNumber }
+                if let kilobytes = Double(String(digits)) { return kilobytes / 1024 }
+            }
+        }
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         return Double(usage.ru_maxrss) / 1024
