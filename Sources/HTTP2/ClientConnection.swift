@@ -42,6 +42,9 @@ public struct ClientConnectionOptions: Sendable {
     public var connectTimeout: UInt64 = 10_000_000_000
     /// A PING is sent after this long without any frame received (APNs: about an hour).
     public var pingAfterIdle: UInt64 = 3_600_000_000_000
+    /// A PING not answered within this long means the peer is gone (a half-open TCP connection
+    /// would otherwise keep pushes waiting until their deadlines).
+    public var pingTimeout: UInt64 = 10_000_000_000
 
     public init(host: String, port: Int, serverName: String? = nil, tls: TLSConfiguration) {
         self.host = host
@@ -77,6 +80,10 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
     private var connectStarted: UInt64 = 0
     private var lastReceived: UInt64 = 0
     private var pingOutstanding = false
+    private var pingSentAt: UInt64 = 0
+    /// PINGs sent after idle periods, and the ACKs that came back.
+    public private(set) var pingsSent = 0
+    public private(set) var pingsAcknowledged = 0
     private var closeError: TransportError?
     private var goAway: GoAwayInfo?
 
@@ -300,7 +307,6 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
             continueHandshake()
         case .open, .draining:
             lastReceived = now
-            pingOutstanding = false
             readAvailable()
             if state == .open || state == .draining { flush() }
         case .idle, .closed:
@@ -316,9 +322,15 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
             }
         case .open, .draining:
             expireDeadlines(now: now)
+            if pingOutstanding, now &- pingSentAt > options.pingTimeout {
+                finishClose(.timeout("no answer to PING within \(options.pingTimeout / 1_000_000) ms"))
+                return
+            }
             if state == .open, !pingOutstanding, now &- lastReceived > options.pingAfterIdle, let session {
                 nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
                 pingOutstanding = true
+                pingSentAt = now
+                pingsSent += 1
             }
         case .idle, .closed:
             break
@@ -542,6 +554,11 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
         delegate?.connection(self, didFail: .refused("not sent: the connection is going away"), tag: tag)
     }
 
+    fileprivate func onPingAcknowledged() {
+        pingOutstanding = false
+        pingsAcknowledged += 1
+    }
+
     fileprivate func onGoAway(lastStreamID: Int32, errorCode: UInt32, debugData: UnsafeBufferPointer<UInt8>) {
         goAway = GoAwayInfo(lastStreamID: lastStreamID, errorCode: errorCode, debugData: String(decoding: debugData, as: UTF8.self))
         if state == .open { state = .draining }
@@ -599,8 +616,13 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
             return 0
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
-            guard let frame, frame.pointee.hd.type == UInt8(NGHTTP2_GOAWAY.rawValue) else { return 0 }
+            guard let frame else { return 0 }
             let connection = Unmanaged<ClientConnection>.fromOpaque(userData!).takeUnretainedValue()
+            if frame.pointee.hd.type == UInt8(NGHTTP2_PING.rawValue), frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 {
+                connection.onPingAcknowledged()
+                return 0
+            }
+            guard frame.pointee.hd.type == UInt8(NGHTTP2_GOAWAY.rawValue) else { return 0 }
             let goaway = frame.pointee.goaway
             connection.onGoAway(lastStreamID: goaway.last_stream_id, errorCode: goaway.error_code,
                                 debugData: UnsafeBufferPointer(start: goaway.opaque_data, count: goaway.opaque_data_len))
