@@ -92,9 +92,9 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
     public private(set) var activeStreams = 0
     /// Whether a request on this connection has been answered with 2xx (lifts the one-stream start).
     public private(set) var hadSuccess = false
-    /// Requests answered on this connection (any status).
+    /// Requests answered since the last `connect()` (any status).
     public private(set) var responsesReceived = 0
-    /// Requests submitted on this connection.
+    /// Requests submitted since the last `connect()`.
     public private(set) var streamsSubmitted = 0
 
     private let authority: [UInt8]
@@ -153,6 +153,8 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
         hadSuccess = false
         closeRequested = false
         terminated = false
+        responsesReceived = 0
+        streamsSubmitted = 0
         do {
             addresses = try SocketAddress.resolve(host: options.host, port: options.port)
         } catch {

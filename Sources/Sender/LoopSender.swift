@@ -145,19 +145,33 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
     func connection(_ connection: ClientConnection, didClose error: TransportError?, goAway: GoAwayInfo?) {
         guard let slot = slots.first(where: { $0.connection === connection }) else { return }
         let now = MonotonicClock.nanoseconds()
-        if goAway != nil { counters.goAways += 1 }
-        if error == nil || slot.retire {
-            slot.backoff = 0
-            slot.reconnectAt = now  // a clean GOAWAY or a retirement: a fresh connection right away
-        } else {
-            counters.connectionFailures += 1
-            if connection.responsesReceived == 0 && connection.streamsSubmitted == 0 {
-                pool.connectionFailed(error!, failFastAfter: configuration.failFastAfterAttempts)
+        if let goAway {
+            counters.goAways += 1
+            // APNs may say why in the GOAWAY's JSON; credentials problems stop the pool, like a 403.
+            if let reason = ErrorBody.goAwayReason(debugData: goAway.debugData),
+               ResponseAction(status: 403, reason: reason) == .fixCredentials {
+                pool.halt(.authOrConnectionFailure, message: "APNs closed the connection: GOAWAY \(reason.name)")
             }
-            slot.backoff = slot.backoff == 0 ? configuration.reconnectInitial : min(configuration.reconnectMaximum, slot.backoff * 2)
-            slot.reconnectAt = now &+ slot.backoff
         }
-        if connection.hadSuccess { slot.backoff = error == nil ? 0 : configuration.reconnectInitial }
+        let answered = connection.responsesReceived > 0
+        if (error == nil || slot.retire) && answered {
+            // A clean GOAWAY or a retirement after real work: a fresh connection right away.
+            slot.backoff = 0
+            slot.reconnectAt = now
+            return
+        }
+        // A failure, or a connection that closed before answering anything: back off (1 s → 60 s)
+        // so a server that refuses us at once is not hammered with new connections.
+        if error != nil { counters.connectionFailures += 1 }
+        if let error, !answered && connection.streamsSubmitted == 0 {
+            pool.connectionFailed(error, failFastAfter: configuration.failFastAfterAttempts)
+        }
+        if answered && connection.hadSuccess {
+            slot.backoff = configuration.reconnectInitial
+        } else {
+            slot.backoff = slot.backoff == 0 ? configuration.reconnectInitial : min(configuration.reconnectMaximum, slot.backoff * 2)
+        }
+        slot.reconnectAt = now &+ slot.backoff
     }
 
     // MARK: Submitting

@@ -160,3 +160,57 @@ final class RecordingSink: PushOutcomeSink, @unchecked Sendable {
         #expect(sender.haltMessage?.contains("InvalidProviderToken") == true)
     }
 }
+
+/// A server that answers every request with a GOAWAY carrying APNs' JSON reason.
+final class GoAwayWithReason: HTTP2RequestHandler, @unchecked Sendable {
+    let reason: String
+    let connections = Atomic<Int>(0)
+    init(reason: String) { self.reason = reason }
+    func connectionOpened(_ connection: ServerConnection) { connections.add(1, ordering: .relaxed) }
+    func handle(_ request: ServerRequest, on connection: ServerConnection) {
+        connection.goAway(lastStreamID: max(0, request.streamID - 2), reason: reason)
+    }
+}
+
+@Suite(.serialized) struct GoAwayReasonTests {
+    func run(reason: String, pushes: Int) throws -> (SenderCounters, Int, String?) {
+        let loop = EventLoop(name: "goaway-server")
+        let handler = GoAwayWithReason(reason: reason)
+        let certificates = PoolFaultTests.certificates
+        let server = try HTTP2Server(loop: loop, host: "127.0.0.1", port: 0,
+                                     tls: try TLSConfiguration.server(certificateFile: certificates.certificate, keyFile: certificates.key),
+                                     handler: handler)
+        loop.execute { server.start() }
+        let thread = loop.start()
+        defer { loop.execute { server.stop() }; loop.stop(); thread.join() }
+
+        var pool = PoolConfiguration(host: "127.0.0.1", port: server.port, tls: try TLSConfiguration.client(caFile: certificates.ca))
+        pool.connections = 2
+        pool.threads = 1
+        pool.reconnectInitial = 50_000_000
+        let sender = ConnectionPool(configuration: pool)
+        defer { sender.shutdown() }
+        let group = PushGroup(label: "x", headers: [("apns-push-type", "alert"), ("apns-topic", "com.example.eew")],
+                              body: Array(#"{"aps":{"alert":"hi"}}"#.utf8), deadline: MonotonicClock.nanoseconds() + 1_500_000_000,
+                              resendUnknown: false)
+        sender.send((0..<pushes).map { PushJob(token: PoolFaultTests.token($0), group: group, id: UInt64($0)) })
+        #expect(sender.waitUntilFinished(timeout: 20_000_000_000))
+        return (sender.statistics().counters, handler.connections.load(ordering: .relaxed), sender.haltMessage)
+    }
+
+    @Test func aGoAwayNamingBadCredentialsStopsThePool() throws {
+        let (counters, connections, halt) = try run(reason: "InvalidProviderToken", pushes: 100)
+        #expect(counters[.authOrConnectionFailure] == 100)
+        #expect(halt?.contains("GOAWAY InvalidProviderToken") == true, "\(String(describing: halt))")
+        #expect(connections <= 4, "the pool must stop, not reconnect again and again (\(connections) connections)")
+    }
+
+    @Test func aServerThatNeverAnswersIsNotHammeredWithConnections() throws {
+        // GOAWAY before any answer, with a reason that is not about credentials: the pool backs off
+        // between attempts (50 ms, doubling) until the pushes' 1.5 s deadline, instead of reconnecting in a loop.
+        let (counters, connections, _) = try run(reason: "Shutdown", pushes: 20)
+        #expect(counters.finished == 20)
+        #expect(counters[.expired] + counters[.failedAfterRetry] == 20, "\(counters)")
+        #expect(connections <= 20, "\(connections) connections in 1.5 s")
+    }
+}
