@@ -185,7 +185,12 @@ enum CPUUsage {
     static func seconds() -> Double {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
-        return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+        return seconds(of: usage)
+    }
+
+    /// User + system CPU seconds of a `rusage` (this process's, or a child's from wait4).
+    static func seconds(of usage: rusage) -> Double {
+        Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
             + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
     }
 
