@@ -8,8 +8,9 @@ import Synchronization
 public protocol EventLoopSource: AnyObject {
     /// The file descriptor to poll, or -1 while there is none.
     var fileDescriptor: Int32 { get }
-    /// Called every loop turn before polling: queue new work, flush output. Returns whether output
-    /// is still pending (the loop then asks for EPOLLOUT and does not sleep).
+    /// Called every loop turn before polling: queue new work, flush output. A socket source returns
+    /// whether it waits for its socket to become writable (the loop then polls for EPOLLOUT); a
+    /// driver returns whether it has more to do at once (the loop then does not sleep).
     func prepare(now: UInt64) -> Bool
     /// Called with the epoll events of `fileDescriptor`.
     func handle(events: UInt32, now: UInt64)
@@ -127,15 +128,14 @@ public final class EventLoop: @unchecked Sendable {
         for item in work { item() }
 
         var now = MonotonicClock.nanoseconds()
-        var anyOutputPending = false
-        for driver in drivers where driver.prepare(now: now) { anyOutputPending = true }
+        var busy = false
+        for driver in drivers where driver.prepare(now: now) { busy = true }
         for source in sockets {
-            let wantsWrite = source.prepare(now: now)
-            anyOutputPending = anyOutputPending || wantsWrite
-            update(source, wantsWrite: wantsWrite)
+            // A blocked socket wakes us through EPOLLOUT; there is no reason to spin for it.
+            update(source, wantsWrite: source.prepare(now: now))
         }
         let count = events.withUnsafeMutableBufferPointer {
-            epoll_wait(epollFD, $0.baseAddress, Int32($0.count), anyOutputPending ? Int32(0) : maximumWaitMilliseconds)
+            epoll_wait(epollFD, $0.baseAddress, Int32($0.count), busy ? Int32(0) : maximumWaitMilliseconds)
         }
         now = MonotonicClock.nanoseconds()
         if count > 0 {
