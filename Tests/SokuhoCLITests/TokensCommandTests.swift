@@ -134,9 +134,12 @@ import Testing
         CLIFixture.shell("chmod 755 '\(fixture.directory)' && mkdir '\(store)' && chmod 555 '\(store)'")
         let input = fixture.file("in.jsonl", Self.line("a", token: Self.token(1)))
         CLIFixture.shell("chmod 644 '\(input)'")
-        // root ignores permissions: run the binary as nobody then.
+        // root ignores permissions: run the binary as nobody then, from a copy nobody can reach
+        // wherever the checkout lives.
         let asUser = getuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : ""
-        let status = CLIFixture.shell("\(asUser)'\(CLIFixture.binary)' tokens import '\(input)' --store '\(store)' 2>'\(fixture.directory)/err'")
+        let binary = fixture.directory + "/sokuho"
+        CLIFixture.shell("cp '\(CLIFixture.binary)' '\(binary)' && chmod 755 '\(binary)'")
+        let status = CLIFixture.shell("\(asUser)'\(binary)' tokens import '\(input)' --store '\(store)' 2>'\(fixture.directory)/err'")
         #expect(status == ExitCode.noPermission.rawValue)
         #expect(CLIFixture.readFile(fixture.directory + "/err").contains("permission denied for the token store at \(store)"))
         CLIFixture.shell("chmod 755 '\(store)'")
