@@ -87,6 +87,8 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
     private var closeError: TransportError?
     private var goAway: GoAwayInfo?
 
+    /// nghttp2's memory for this connection's sessions (reused across reconnects).
+    private let allocator = SessionAllocator()
     private var slots: [StreamSlot]
     private var freeSlots: [Int32]
     public private(set) var activeStreams = 0
@@ -362,7 +364,8 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
 
     private func startSession() -> Bool {
         var newSession: OpaquePointer?
-        let rc = nghttp2_session_client_new(&newSession, ClientConnection.callbacks, Unmanaged.passUnretained(self).toOpaque())
+        let rc = nghttp2_session_client_new3(&newSession, ClientConnection.callbacks, Unmanaged.passUnretained(self).toOpaque(),
+                                             nil, allocator.mem)
         guard rc == 0, let newSession else { finishClose(.protocolError("nghttp2_session_client_new: \(rc)")); return false }
         session = newSession
         var settings = [

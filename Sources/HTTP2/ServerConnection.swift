@@ -14,6 +14,7 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
     let handler: HTTP2RequestHandler
     private var tls: TLSStream
     private var session: OpaquePointer?
+    private let allocator = SessionAllocator()
     private var handshakeDone = false
     private var tlsWantsWrite = false
     private var closed = false
@@ -179,7 +180,8 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
 
     private func startSession() -> Bool {
         var newSession: OpaquePointer?
-        guard nghttp2_session_server_new(&newSession, ServerConnection.callbacks, Unmanaged.passUnretained(self).toOpaque()) == 0,
+        guard nghttp2_session_server_new3(&newSession, ServerConnection.callbacks, Unmanaged.passUnretained(self).toOpaque(),
+                                          nil, allocator.mem) == 0,
               let newSession else { return false }
         session = newSession
         var settings = [
