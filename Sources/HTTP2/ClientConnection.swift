@@ -157,6 +157,16 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
         terminated = false
         responsesReceived = 0
         streamsSubmitted = 0
+        // .connecting first: a failure from here on goes through finishClose, which tells the delegate
+        // (from .closed it would return early, and a reconnecting pool would never hear of it).
+        loop.add(self)
+        state = .connecting
+        connectStarted = MonotonicClock.nanoseconds()
+        guard (1...65535).contains(options.port) else {
+            // getaddrinfo would wrap it (70000 becomes 4464) and connect somewhere else.
+            finishClose(.resolve(host: options.host, message: "port \(options.port) is outside 1…65535"))
+            return
+        }
         do {
             addresses = try SocketAddress.resolve(host: options.host, port: options.port)
         } catch {
@@ -164,9 +174,6 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
             return
         }
         addressIndex = 0
-        loop.add(self)
-        state = .connecting
-        connectStarted = MonotonicClock.nanoseconds()
         tryNextAddress()
     }
 

@@ -143,6 +143,23 @@ final class RecordingSink: PushOutcomeSink, @unchecked Sendable {
         #expect(sender.haltMessage?.contains("cannot connect") == true)
     }
 
+    @Test func anAddressThatCannotBeResolvedFailsFastToo() throws {
+        // Port 70000 fails before any socket (getaddrinfo would silently wrap it to 4464): every
+        // reconnect must report its failure, so the pool gives up after a few attempts instead of
+        // retrying in a loop.
+        var pool = PoolConfiguration(host: "127.0.0.1", port: 70_000, tls: try TLSConfiguration.client(caFile: Self.certificates.ca))
+        pool.connections = 1
+        pool.threads = 1
+        pool.reconnectInitial = 10_000_000
+        let sender = ConnectionPool(configuration: pool)
+        defer { sender.shutdown() }
+        let group = PushGroup(label: "x", headers: [], body: [1], resendUnknown: false)
+        sender.send((0..<10).map { PushJob(token: Self.token($0), group: group, id: UInt64($0)) })
+        #expect(sender.waitUntilFinished(timeout: 10_000_000_000))
+        #expect(sender.statistics().counters[.authOrConnectionFailure] == 10)
+        #expect(sender.haltMessage?.contains("port 70000 is outside") == true, "\(String(describing: sender.haltMessage))")
+    }
+
     @Test func anUntrustedProviderKeyHaltsThePoolOnce() throws {
         var configuration = SimulatorConfiguration()
         configuration.trustedKeys = [try Self.certificates.trustedTestKey()]
