@@ -51,6 +51,16 @@ import Testing
         }
     }
 
+    /// `send` signs its token just before sending: "expired" can only mean a wrong clock, so the
+    /// message must not suggest running the command again.
+    @Test func anExpiredProviderTokenPointsAtTheClock() throws {
+        try withSimulator({ $0.faults = [("ExpiredProviderToken", 1)] }) { sim in
+            let run = sim.run(["send", "--token", deviceToken("75"), "--payload", payload, "--push-type", "liveactivity"])
+            #expect(run.code == .refused, "\(run)")
+            #expect(run.err.contains("403 ExpiredProviderToken: the provider token was signed just now with this machine's clock"), "\(run)")
+        }
+    }
+
     @Test func anInjectedFaultIsAnsweredLikeAPNs() throws {
         try withSimulator({ $0.faults = [("TooManyRequests", 1)] }) { sim in
             let run = sim.run(["send", "--token", deviceToken("73"), "--payload", payload, "--push-type", "liveactivity"])
