@@ -20,9 +20,11 @@ public struct BroadcastRequest: Sendable {
     ///   most 8 hours).
     public init(bundle: BundleID, channelID: ChannelID, storagePolicy: MessageStoragePolicy, priority: Priority,
                 expiration: Expiration? = nil, requestID: APNsID? = nil, payload: [UInt8]) throws(ValidationError) {
-        if let suffixed = PushType.split(topic: bundle.text).impliedType {
+        // Only the Live Activity suffix is a sure mistake here: other suffixes (.voip, .complication)
+        // can be the last word of a real bundle ID.
+        if PushType.split(topic: bundle.text).impliedType == .liveactivity {
             throw ValidationError(field: "bundle ID",
-                                  "'\(bundle)' ends in the \(suffixed.rawValue) suffix '\(suffixed.topicSuffix)'; a broadcast path takes the bare bundle ID",
+                                  "'\(bundle)' ends in the liveactivity suffix '\(PushType.liveactivity.topicSuffix)'; a broadcast path takes the bare bundle ID",
                                   reason: .topicDisallowed)
         }
         switch (storagePolicy, expiration) {

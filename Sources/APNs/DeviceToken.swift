@@ -13,7 +13,7 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
 
     public init(hex text: String) throws(ValidationError) {
         try HeaderValueText.check(text, field: "device token", allowed: HeaderValueText.isHexDigit,
-                                  expected: "the token as hexadecimal digits", reason: .badDeviceToken)
+                                  expected: "the token as hexadecimal digits", reason: .badDeviceToken, quoting: false)
         let count = text.utf8.count
         guard count % 2 == 0 else {
             throw ValidationError(field: "device token", "has \(count) hex digits, an odd number; a token is whole bytes, so a digit is missing",

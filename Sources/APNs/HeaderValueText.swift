@@ -1,11 +1,15 @@
 /// Checks shared by every value that ends up in a header or a `:path`: nghttp2 refuses control
 /// characters and a stray `/` or space would change the path, so they are refused here with the field's name.
 enum HeaderValueText {
-    /// Throws unless `text` is non-empty and every byte is in `allowed`.
-    static func check(_ text: String, field: String, allowed: (UInt8) -> Bool, expected: String, reason: Reason? = nil) throws(ValidationError) {
+    /// Throws unless `text` is non-empty and every byte is in `allowed`. With `quoting: false` (a
+    /// device token, which must never appear whole in a message) the error gives the byte and its
+    /// position instead of the text.
+    static func check(_ text: String, field: String, allowed: (UInt8) -> Bool, expected: String, reason: Reason? = nil,
+                      quoting: Bool = true) throws(ValidationError) {
         guard !text.isEmpty else { throw ValidationError(field: field, "is empty; give \(expected)", reason: reason) }
-        for byte in text.utf8 where !allowed(byte) {
-            throw ValidationError(field: field, "'\(printable(text))' contains '\(printable(byte))'; give \(expected)", reason: reason)
+        for (offset, byte) in text.utf8.enumerated() where !allowed(byte) {
+            let what = quoting ? "'\(printable(text))' contains '\(printable(byte))'" : "has '\(printable(byte))' at byte \(offset + 1)"
+            throw ValidationError(field: field, "\(what); give \(expected)", reason: reason)
         }
     }
 

@@ -24,6 +24,21 @@ public struct Notification: Sendable {
     public init(pushType: PushType, topic: String, priority: Priority? = nil, expiration: Expiration? = nil,
                 collapseID: CollapseID? = nil, apnsID: APNsID? = nil, payload: [UInt8]) throws(ValidationError) {
         try pushType.check(topic: topic)
+        try self.init(pushType: pushType, fittingTopic: topic, priority: priority, expiration: expiration,
+                      collapseID: collapseID, apnsID: apnsID, payload: payload)
+    }
+
+    /// The same push to the topic `pushType` implies for `bundle` (`<bundle>.push-type.liveactivity` …).
+    /// That topic fits by construction, so it is not read back for a suffix: a bundle ID that itself
+    /// ends in `.voip` or `.complication` would be mistaken for one.
+    public init(pushType: PushType, bundle: BundleID, priority: Priority? = nil, expiration: Expiration? = nil,
+                collapseID: CollapseID? = nil, apnsID: APNsID? = nil, payload: [UInt8]) throws(ValidationError) {
+        try self.init(pushType: pushType, fittingTopic: pushType.topic(forBundle: bundle), priority: priority, expiration: expiration,
+                      collapseID: collapseID, apnsID: apnsID, payload: payload)
+    }
+
+    private init(pushType: PushType, fittingTopic topic: String, priority: Priority?, expiration: Expiration?,
+                 collapseID: CollapseID?, apnsID: APNsID?, payload: [UInt8]) throws(ValidationError) {
         try Priority.check(priority, for: pushType)
         try PayloadDestination.device(pushType).checkSize(payload.count)
         self.pushType = pushType
@@ -40,13 +55,6 @@ public struct Notification: Sendable {
         if let collapseID { headers.append(HeaderField(HeaderName.collapseID, collapseID.text)) }
         if let apnsID { headers.append(HeaderField(HeaderName.apnsID, apnsID.text)) }
         self.headers = headers
-    }
-
-    /// The same push to the topic `pushType` implies for `bundle` (`<bundle>.push-type.liveactivity` …).
-    public init(pushType: PushType, bundle: BundleID, priority: Priority? = nil, expiration: Expiration? = nil,
-                collapseID: CollapseID? = nil, apnsID: APNsID? = nil, payload: [UInt8]) throws(ValidationError) {
-        try self.init(pushType: pushType, topic: pushType.topic(forBundle: bundle), priority: priority, expiration: expiration,
-                      collapseID: collapseID, apnsID: apnsID, payload: payload)
     }
 
     /// Checks a push as received (a simulator's view): parses every `apns-*` header and applies the

@@ -8,7 +8,8 @@ import Synchronization
 /// key (the simulator's). All mbedTLS contexts live at stable heap addresses because mbedTLS keeps raw
 /// pointers to them between calls (INTEROP.md), and the ALPN list outlives the configuration.
 public final class TLSConfiguration: @unchecked Sendable {
-    // @unchecked: after init the configuration is only read by mbedTLS; its ctr_drbg has its own mutex.
+    // @unchecked: after init the configuration is only read by mbedTLS (its EC keys get their generator
+    // tables in init, see `GeneratorTable`); its ctr_drbg has its own mutex.
     public enum Role: Sendable { case client, server }
 
     public let role: Role
@@ -64,6 +65,11 @@ public final class TLSConfiguration: @unchecked Sendable {
             if rc < 0 || caChain.pointee.version == 0 {
                 throw caFromUser ? .caFile(caFile, rc) : .systemCABundle(caFile, rc)
             }
+            // Every connection of every loop thread verifies its peer with these keys.
+            for certificate in GeneratorTable.certificates(caChain) {
+                rc = GeneratorTable.precompute(GeneratorTable.key(of: certificate))
+                guard rc == 0 else { throw .mbedTLS("ecp_mul (CA key table)", rc) }
+            }
             mbedtls_ssl_conf_ca_chain(config, caChain, nil)
             mbedtls_ssl_conf_authmode(config, MBEDTLS_SSL_VERIFY_REQUIRED)
         }
@@ -72,6 +78,9 @@ public final class TLSConfiguration: @unchecked Sendable {
             guard rc == 0 else { throw .certificateFile(certificateFile, rc) }
             rc = mbedtls_pk_parse_keyfile(ownKey, keyFile, nil)
             guard rc == 0 else { throw .keyFile(keyFile, rc) }
+            // Every connection of every loop thread signs its handshake with this key.
+            rc = GeneratorTable.precompute(ownKey)
+            guard rc == 0 else { throw .mbedTLS("ecp_mul (own key table)", rc) }
             rc = mbedtls_ssl_conf_own_cert(config, ownCertificate, ownKey)
             guard rc == 0 else { throw .mbedTLS("ssl_conf_own_cert", rc) }
             mbedtls_ssl_conf_authmode(config, MBEDTLS_SSL_VERIFY_NONE)
@@ -85,6 +94,12 @@ public final class TLSConfiguration: @unchecked Sendable {
         mbedtls_pk_free(ownKey)
         config.deallocate(); caChain.deallocate(); ownCertificate.deallocate(); ownKey.deallocate()
         alpnStrings.deallocate(); alpnList.deallocate()
+    }
+
+    /// How many of this configuration's EC keys (its own, its CAs') still lack the generator table
+    /// that mbedTLS would otherwise write on first use from whichever thread gets there first.
+    var keysWithoutGeneratorTable: Int {
+        ([ownKey] + GeneratorTable.certificates(caChain).map(GeneratorTable.key(of:))).count { !GeneratorTable.isReady($0) }
     }
 
     /// The raw config for `mbedtls_ssl_setup`.

@@ -7,7 +7,8 @@ import JSONCore
 /// `--log FILE`: one JSON line per accepted push — path, headers without `authorization`, and the
 /// body embedded as it arrived. Line-buffered, so a reader sees each push as it is accepted.
 final class PushLog: @unchecked Sendable {
-    // @unchecked: written only on the simulator's loop thread; `close` runs after the loop stopped.
+    // @unchecked: every loop thread appends (SimulatorShared); each line is one fwrite, which holds
+    // the FILE's own lock, so lines never interleave. `close` runs after the loops stopped.
     private let file: UnsafeMutablePointer<FILE>
 
     init(path: String) throws(SimulatorError) {

@@ -44,12 +44,10 @@ enum RequestRules {
             default: throw Refusal(reason: .badPath, detail: path)
             }
         }
-        if parts.count >= 3, parts[0].isEmpty, parts[1] == "3", parts[2] == "device" {
+        // Every "/3/device/…" took the branch above; only the bare "/3/device" is left.
+        if path == "/3/device" {
             guard method == "POST" else { throw Refusal(reason: .methodNotAllowed, detail: method) }
-            guard parts.count == 4, !parts[3].isEmpty else { throw Refusal(reason: .missingDeviceToken) }
-            let token = parts[3]
-            guard token.utf8.count % 2 == 0, token.utf8.allSatisfy(isHexDigit) else { throw Refusal(reason: .badDeviceToken) }
-            return .devicePush(token: token.lowercased())
+            throw Refusal(reason: .missingDeviceToken)
         }
         if parts.count == 5, parts[0].isEmpty, parts[1] == "4", parts[2] == "broadcasts", parts[3] == "apps", !parts[4].isEmpty {
             guard method == "POST" else { throw Refusal(reason: .methodNotAllowed, detail: method) }

@@ -78,9 +78,9 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
             switch route {
             case let .devicePush(token):
                 let bundles = configuration.bundles
-                if let refusal = validations.verdict(headers: request.headers, body: request.body, compute: {
+                if let refusal = validations.verdict(headers: request.headers, body: request.body, compute: { headers in
                     do throws(RequestRules.Refusal) {
-                        _ = try RequestRules.checkDevicePush(headers: request.headers, body: request.body, bundles: bundles)
+                        _ = try RequestRules.checkDevicePush(headers: headers, body: request.body, bundles: bundles)
                         return nil
                     } catch { return error }
                 }) { throw refusal }

@@ -73,7 +73,7 @@ enum ChannelsCommand {
             } else {
                 // APNs answers a delete of an unknown channel with 404 BadPath (APNS.md §9.2): say what it means.
                 var detail = RefusalMessage.text(response)
-                if case .delete = operation, response.reason == .badPath {
+                if case .delete = operation, ChannelManagementResponse.deleteSucceeded(response) {
                     detail = "\(status) BadPath: no such channel (already deleted?); see 'sokuho channels list'"
                 }
                 invocation.console.error("\(invocation.commandPath): APNs refused: \(detail)")

@@ -6,7 +6,12 @@ import APNs
 enum RefusalMessage {
     static func text(_ response: Response) -> String {
         let action = ResponseAction(status: response.status, reason: response.reason)
-        return "\(response.status) \(response.reason?.name ?? "(no reason given)"): \(hint(for: action))"
+        // A command signs its provider token just before sending, so "expired" means the clocks disagree,
+        // and running it again (the .newConnection hint) would fail the same way.
+        let hint = response.reason == .expiredProviderToken
+            ? "the provider token was signed just now with this machine's clock, yet APNs finds it over an hour old; set the clock right (date -u)"
+            : hint(for: action)
+        return "\(response.status) \(response.reason?.name ?? "(no reason given)"): \(hint)"
     }
 
     static func hint(for action: ResponseAction) -> String {
@@ -18,7 +23,7 @@ enum RefusalMessage {
         case .retryOnNewConnection: return "the server is shutting down; try again"
         case .fixRequest: return "the request itself is wrong; sending it again unchanged will fail again"
         case .fixCredentials: return "check --team-id, --key-id, --key, --topic and --environment"
-        case .newConnection: return "the provider token was refused on this connection; run the command again"
+        case .newConnection: return "APNs will not take more on this connection; run the command again (it opens a new one)"
         }
     }
 }

@@ -45,6 +45,11 @@ enum SendCommand {
         """,
         run: run)
 
+    /// The options that build the payload for --event; with --payload they would be silently ignored.
+    static let liveActivityOptions = ["--attributes-type", "--attributes", "--content-state", "--alert-title", "--alert-body", "--sound",
+                                      "--stale-date", "--dismissal-date", "--relevance-score", "--input-push-channel",
+                                      "--input-push-token", "--timestamp"]
+
     /// A push ready to go: method, path, headers and body.
     struct PreparedPush {
         var path: String
@@ -119,6 +124,9 @@ enum SendCommand {
         let hasPayload = invocation.string("--payload") != nil, event = invocation.string("--event")
         guard hasPayload != (event != nil) else {
             throw .usage("give exactly one of --payload FILE|- or --event start|update|end; see 'sokuho send --help'")
+        }
+        if hasPayload, let shortcut = liveActivityOptions.first(where: { invocation.values[$0] != nil }) {
+            throw .usage("\(shortcut) builds a Live Activity payload with --event; with --payload, put it in the JSON instead")
         }
         let bundle = try APNsConnectionOptions.bundle(invocation)
         let pushType: PushType

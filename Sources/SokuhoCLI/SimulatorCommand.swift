@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import APNs
 import Crypto
 import JSONCore
 import Simulator
@@ -50,8 +51,8 @@ enum SimulatorCommand {
         configuration.bundles = Set(invocation.strings("--bundle"))
         configuration.logPath = invocation.string("--log")
         for text in invocation.strings("--unregistered") {
-            guard let bytes = Hex.decode(text), !bytes.isEmpty else { throw .data("--unregistered must be a hex device token, not '\(text)'") }
-            configuration.unregisteredTokens.insert(Hex.encode(bytes))
+            // DeviceToken's error names the bad character, never the whole token.
+            configuration.unregisteredTokens.insert(try SendCommand.option("--unregistered") { () throws(ValidationError) in try DeviceToken(hex: text) }.hex)
         }
         for text in invocation.strings("--fail") {
             guard let equals = text.firstIndex(of: "="), let fraction = Double(text[text.index(after: equals)...]),

@@ -47,6 +47,18 @@ import Testing
         }
     }
 
+    /// A bundle ID may itself end in a word that is also a push-type suffix (a VoIP app called
+    /// com.example.voip): a topic built from it fits by construction and must not be read back as
+    /// carrying that suffix.
+    @Test(arguments: [(PushType.alert, "com.example.voip", "com.example.voip"), (.background, "com.example.voip", "com.example.voip"),
+                      (.voip, "com.example.voip", "com.example.voip.voip"), (.alert, "com.example.complication", "com.example.complication")])
+    func bundleEndingInASuffixWordGetsItsBuiltTopic(pushType: PushType, bundle: String, topic: String) throws {
+        let priority: Priority = pushType == .background ? .normal : .immediate
+        let notification = try Notification(pushType: pushType, bundle: try BundleID(bundle), priority: priority,
+                                            payload: Array(#"{"aps":{}}"#.utf8))
+        #expect(notification.topic == topic)
+    }
+
     @Test func mdmTopicIsUsedAsGiven() throws {
         let mdmTopic = try BundleID("com.apple.mgmt.External.3f7a2c1e-8b4d-4e5f-9a0b-1c2d3e4f5a6b")
         #expect(PushType.mdm.topic(forBundle: mdmTopic) == mdmTopic.text)

@@ -112,6 +112,9 @@ import Testing
         } throws: { error in
             (error as! ValidationError).reason == .topicDisallowed
         }
+        let voipApp = try BroadcastRequest(bundle: BundleID("com.example.voip"), channelID: Self.channel,
+                                           storagePolicy: .noMessageStored, priority: .normal, payload: ExamplePayloads.eewUpdate)
+        #expect(voipApp.path == "/4/broadcasts/apps/com.example.voip")
     }
 
     @Test(arguments: [

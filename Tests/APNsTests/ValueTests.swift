@@ -77,6 +77,16 @@ struct FixedGenerator: RandomNumberGenerator {
         }
     }
 
+    @Test func aMistypedDeviceTokenIsNotQuotedWholeInTheError() {
+        let typo = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeefg"
+        #expect {
+            try DeviceToken(hex: typo)
+        } throws: { error in
+            let error = error as! ValidationError
+            return !error.description.contains("0011223344") && error.message.contains("'g' at byte 64")
+        }
+    }
+
     @Test func deviceTokenInALogLineShowsOnlyItsLastEightCharacters() throws {
         let token = try DeviceToken(hex: "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff")
         #expect(token.redacted == "…ccddeeff")

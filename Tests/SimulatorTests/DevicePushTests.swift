@@ -1,4 +1,5 @@
 import Crypto
+import HTTP2
 import JSONCore
 import Simulator
 import SokuhoCLI
@@ -35,6 +36,28 @@ import Testing
 
             let human = sim.run(["send", "--token", token, "--payload", payload, "--push-type", "liveactivity"])
             #expect(human.err.contains("410 Unregistered: the device token is not valid"), "\(human)")
+        }
+    }
+
+    /// The simulator caches its verdict on a body and headers without `apns-id`: a push refused for
+    /// its `apns-id` must not make the next push with the same body and a good `apns-id` fail too.
+    @Test func aBadApnsIDDoesNotCondemnTheNextPushWithTheSameBody() throws {
+        try withSimulator { sim in
+            let path = "/3/device/\(deviceToken("74"))", body = updateBody()
+            let bad = try sim.perform([ClientRequest(method: "POST", path: path, headers: liveActivityHeaders() + [("apns-id", "Not-A-UUID")], body: body)])
+            #expect(bad[0].status == 400 && bad[0].reason == "BadMessageId", "\(bad)")
+            let good = try sim.perform([ClientRequest(method: "POST", path: path, headers: liveActivityHeaders() + [("apns-id", "123e4567-e89b-42d3-a456-426614174000")], body: body)])
+            #expect(good[0].status == 200, "\(good)")
+        }
+    }
+
+    /// `send` signs its token just before sending: "expired" can only mean a wrong clock, so the
+    /// message must not suggest running the command again.
+    @Test func anExpiredProviderTokenPointsAtTheClock() throws {
+        try withSimulator({ $0.faults = [("ExpiredProviderToken", 1)] }) { sim in
+            let run = sim.run(["send", "--token", deviceToken("75"), "--payload", payload, "--push-type", "liveactivity"])
+            #expect(run.code == .refused, "\(run)")
+            #expect(run.err.contains("403 ExpiredProviderToken: the provider token was signed just now with this machine's clock"), "\(run)")
         }
     }
 

@@ -26,6 +26,8 @@ import Testing
         #expect(route("PUT", "/1/apps/com.example.eew/channels", management: true).failure?.reason == .methodNotAllowed)
         #expect(route("POST", "/1/apps/com.example.eew/all-channels", management: true).failure?.reason == .methodNotAllowed)
         #expect(route("POST", "/3/device/").failure?.reason == .missingDeviceToken)
+        #expect(route("POST", "/3/device").failure?.reason == .missingDeviceToken)
+        #expect(route("GET", "/3/device").failure?.reason == .methodNotAllowed)
         #expect(route("POST", "/3/device/xyz1").failure?.reason == .badDeviceToken)
         #expect(route("POST", "/3/device/abc").failure?.reason == .badDeviceToken)
         #expect(route("POST", "/2/device/abcdef12").failure?.reason == .badPath)

@@ -164,6 +164,10 @@ import Testing
                                          "--collapse-id", "x", "--topic", testBundle])
         #expect(collapsedBroadcast.code == .usage, "\(collapsedBroadcast)")
         #expect(collapsedBroadcast.err.contains("--collapse-id"), "\(collapsedBroadcast)")
+        let ignoredShortcut = sokuho(["send", "--token", deviceToken("a3"), "--payload", state, "--alert-title", "Quake",
+                                      "--topic", testBundle])
+        #expect(ignoredShortcut.code == .usage, "\(ignoredShortcut)")
+        #expect(ignoredShortcut.err.contains("--alert-title"), "\(ignoredShortcut)")
     }
 
     @Test func anInvalidTokenIs65BeforeSending() {

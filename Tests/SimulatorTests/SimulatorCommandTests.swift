@@ -7,12 +7,14 @@ import Testing
         (["--fail", "InternalServerError"], "--fail"),
         (["--fail", "InternalServerError=2"], "--fail"),
         (["--unregistered", "not-hex"], "--unregistered"),
+        (["--unregistered", String(repeating: "ab", count: 31) + "zz"], "'z' at byte 63"),
         (["--port", "70000"], "--port"),
     ])
     func invalidOptionValuesAre65(arguments: [String], option: String) {
         let run = sokuho(["simulator"] + arguments)
         #expect(run.code == .dataError, "\(run)")
         #expect(run.err.contains(option), "\(run)")
+        #expect(!run.err.contains("abababababab"), "a device token is never quoted whole: \(run)")
         #expect(run.out.isEmpty)
     }
 
