@@ -5,7 +5,9 @@ import Glibc
 /// purpose: it opens, reports map use and grows the map; transactions do the rest.
 final class LMDBEnvironment: @unchecked Sendable {
     // @unchecked: an MDB_env is thread-safe; `setMapSize` is only called under `MapGuard`'s
-    // exclusive lock, when no transaction of this process is active.
+    // exclusive lock, when no transaction of this process is active. `mapSize`, `usedBytes` and
+    // `pageSize` read LMDB's meta pages inside the map, which `setMapSize` unmaps and maps
+    // again: read them only under the guard (shared is enough).
     let handle: OpaquePointer
     let path: String
     let readOnly: Bool

@@ -76,7 +76,7 @@ final class StoreWriter: @unchecked Sendable {
     /// `MDB_MAP_FULL` grows and replays. Adopts a map another process grew (`MDB_MAP_RESIZED`).
     private func commit(_ batch: [Pending]) throws(StoreError) -> [WriteOutcome] {
         for _ in 0..<64 {
-            if environment.usedBytes > environment.mapSize / 4 * 3 { try grow() }
+            try growIfNearlyFull()
             try writerLock.acquire()
             defer { writerLock.release() }
             let attempt: Result<[WriteOutcome], StoreError> = mapGuard.sharedResult { () throws(StoreError) in
@@ -100,6 +100,13 @@ final class StoreWriter: @unchecked Sendable {
             }
         }
         throw StoreError.io(path: environment.path, code: MDB_MAP_FULL, message: "the batch does not fit even after growing the map 64 times")
+    }
+
+    /// Grows the map when it is three quarters used. Map use is read from LMDB's meta pages,
+    /// which a reader adopting another process's growth may be remapping: hence the guard.
+    private func growIfNearlyFull() throws(StoreError) {
+        let nearlyFull = try mapGuard.shared { () throws(StoreError) in environment.usedBytes > environment.mapSize / 4 * 3 }
+        if nearlyFull { try grow() }
     }
 
     /// Doubles the map (up to 1 GiB steps). LMDB files are sparse, so the map is address space,
