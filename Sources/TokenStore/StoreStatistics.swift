@@ -41,7 +41,7 @@ extension TokenStore {
         let counts = try read { txn throws(StoreError) in
             let tokens = try countTokens(txn)
             let topics = try countTopics(txn)
-            return (try StoreSchema.storedVersion(txn), try txn.count(databases.installations), tokens, topics,
+            return (try StoreSchema.storedVersion(txn, meta: databases.meta), try txn.count(databases.installations), tokens, topics,
                     try txn.count(databases.activities), try txn.count(databases.channels), try txn.count(databases.events))
         }
         // Map use is read from LMDB's meta pages: under the guard, as another thread may be remapping.

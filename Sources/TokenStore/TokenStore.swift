@@ -259,7 +259,7 @@ public final class TokenStore: @unchecked Sendable {
 
     /// The schema version this store has (always `StoreSchema.currentVersion` once open).
     public var schemaVersion: UInt32 {
-        get throws(StoreError) { try read { txn throws(StoreError) in try StoreSchema.storedVersion(txn) } }
+        get throws(StoreError) { try read { txn throws(StoreError) in try StoreSchema.storedVersion(txn, meta: databases.meta) } }
     }
 
     public static var currentSchemaVersion: UInt32 { StoreSchema.currentVersion }
