@@ -168,8 +168,8 @@ struct RegistryUpdate {
             for (topicKey, entry) in allTopicEntries(old) where !newEntries.contains(where: { $0.key == topicKey && $0.entry == entry }) {
                 try txn.delete(databases.topics, topicKey, value: entry)
             }
-            for (kind, token) in new.tokens where kind != registration.kind && (old.app != new.app || old.environment != new.environment) {
-                try txn.put(databases.tokens, tokenKey(new, kind, token), StoreKeys.tokenValue(registeredAt: now, installationID: new.id))
+            for (kind, _) in new.tokens where kind != registration.kind && (old.app != new.app || old.environment != new.environment) {
+                try claimToken(of: new, kind: kind, now: now)
             }
         }
         for (topicKey, entry) in allTopicEntries(new) {
