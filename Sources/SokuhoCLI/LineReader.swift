@@ -24,9 +24,28 @@ struct LineReader {
         return LineReader(source: .descriptor(fd))
     }
 
-    /// Reads stdin to its end into memory (for a second pass).
+    /// Whether `rewind` can start a second pass: a regular file this reader opened. Stdin and
+    /// pipes (`/dev/stdin`, `<(zcat …)`) cannot be read twice: `slurp` them first.
+    var isRewindable: Bool {
+        switch source {
+        case .bytes: return true
+        case let .descriptor(fd):
+            var status = stat()
+            return fd != 0 && fstat(fd, &status) == 0 && status.st_mode & S_IFMT == S_IFREG
+        }
+    }
+
+    /// Goes back to the start of a rewindable input for a second pass.
+    func rewind() throws(CLIError) {
+        if case let .descriptor(fd) = source, lseek(fd, 0, SEEK_SET) < 0 {
+            throw CLIError(.ioError, "reading the input again failed: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Reads the input to its end into memory (for a second pass) and closes it.
     func slurp() throws(CLIError) -> LineReader {
         guard case let .descriptor(fd) = source else { return self }
+        defer { close() }
         var all: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 20)
         while true {
