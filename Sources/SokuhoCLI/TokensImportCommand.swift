@@ -62,10 +62,9 @@ enum TokensImportCommand {
             // the file checked is the file imported.
             if !reader.isRewindable { reader = try reader.slurp() }
             try reader.forEachLine { number, line throws(CLIError) in
-                guard !isBlank(line) else { return true }
+                guard !isBlank(line) else { return }
                 lines += 1
                 do throws(TokenLineParser.Failure) { _ = try TokenLineParser.parse(line) } catch { note(number, error) }
-                return true
             }
             if badCount > 0 {
                 report(invocation, lines: lines, imported: 0, badCount: badCount, badLines: badLines)
@@ -102,7 +101,7 @@ enum TokensImportCommand {
 
         do throws(CLIError) {
             try reader.forEachLine { number, line throws(CLIError) in
-                guard !isBlank(line) else { return true }
+                guard !isBlank(line) else { return }
                 lines += 1
                 do throws(TokenLineParser.Failure) {
                     chunk.append(try TokenLineParser.parse(line))
@@ -112,7 +111,6 @@ enum TokensImportCommand {
                 if chunk.count == chunkSize {
                     try flush()
                 }
-                return true
             }
             try flush()
             while !pending.isEmpty { try waitForOldest() }

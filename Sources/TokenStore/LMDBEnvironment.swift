@@ -10,7 +10,6 @@ final class LMDBEnvironment: @unchecked Sendable {
     // again: read them only under the guard (shared is enough).
     let handle: OpaquePointer
     let path: String
-    let readOnly: Bool
 
     /// Named databases this environment may open (ours plus room for later schemas).
     static let maximumDatabases: UInt32 = 16
@@ -31,7 +30,6 @@ final class LMDBEnvironment: @unchecked Sendable {
         }
         self.handle = env
         self.path = directory
-        self.readOnly = readOnly
     }
 
     deinit { mdb_env_close(handle) }

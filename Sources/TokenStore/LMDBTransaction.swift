@@ -127,12 +127,6 @@ struct LMDBCursor {
                 UnsafeRawBufferPointer(start: dataValue.mv_data, count: dataValue.mv_size))
     }
 
-    /// Deletes the entry under the cursor.
-    func delete() throws(StoreError) {
-        let rc = mdb_cursor_del(handle, 0)
-        if rc != 0 { throw StoreError.from(rc, path: path) }
-    }
-
     /// The number of duplicates of the current key (DUPSORT).
     func duplicateCount() throws(StoreError) -> Int {
         var count = 0

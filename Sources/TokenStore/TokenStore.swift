@@ -113,7 +113,6 @@ public final class TokenStore: @unchecked Sendable {
     /// Writes `operations` without blocking the calling task's thread.
     @discardableResult
     public func write(_ operations: [WriteOperation]) async throws(StoreError) -> [WriteOutcome] {
-        for operation in operations { try operation.validate() }
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<[WriteOutcome], StoreError>, Never>) in
             do throws(StoreError) {
                 try submit(operations) { continuation.resume(returning: $0) }
