@@ -115,7 +115,8 @@ enum TokensImportCommand {
             try flush()
             while !pending.isEmpty { try waitForOldest() }
         } catch {
-            // Chunks commit in order: what was imported is a prefix of the good lines.
+            // Chunks already queued still commit (a failed batch does not stop the writer): wait
+            // for them so the count below says what is in the store.
             while !pending.isEmpty { try? waitForOldest() }
             invocation.console.progress("\r")
             throw CLIError(error.code, "\(error.message) (\(imported) lines had been imported)")
