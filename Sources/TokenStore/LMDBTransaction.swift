@@ -108,6 +108,9 @@ struct LMDBCursor {
 
     /// Moves the cursor with `op`; returns key and value (pointing into the map), or nil at the end.
     /// `key`/`value` are inputs for the positioning operations (MDB_SET_RANGE, MDB_GET_BOTH_RANGE).
+    /// MDB_SET, MDB_GET_BOTH and MDB_GET_BOTH_RANGE leave the key as given, so the key returned
+    /// for them points into a temporary that is already gone: test those for nil only, and read
+    /// the key with MDB_GET_CURRENT.
     func get(_ op: MDB_cursor_op, key: [UInt8]? = nil, value: [UInt8]? = nil) throws(StoreError)
         -> (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)? {
         var keyValue = MDB_val()
