@@ -6,7 +6,8 @@ import Glibc
 /// thousand registrations cost one commit. Before and during a batch it grows the map, so
 /// `MDB_MAP_FULL` never reaches a caller: a full map aborts the batch, grows, and replays it.
 final class StoreWriter: @unchecked Sendable {
-    // @unchecked: the queue is the only state shared with callers; the rest is the thread's own.
+    // @unchecked: callers share the queue and `thread` (only inside `stopLock`); the rest is the
+    // writer thread's own.
     typealias Done = @Sendable (Result<[WriteOutcome], StoreError>) -> Void
 
     struct Pending {
@@ -21,6 +22,7 @@ final class StoreWriter: @unchecked Sendable {
     private let writerLock: WriterLock
     private let maximumBatch: Int
     private var thread: pthread_t?
+    private let stopLock = ConditionLock()
 
     init(environment: LMDBEnvironment, databases: StoreDatabases, mapGuard: MapGuard, writerLock: WriterLock, maximumBatch: Int) {
         self.environment = environment
@@ -45,11 +47,15 @@ final class StoreWriter: @unchecked Sendable {
         queue.put(Pending(operations: operations, done: done))
     }
 
-    /// Finishes the queued work, then ends the thread.
+    /// Finishes the queued work, then ends the thread. Safe to call from several threads at once
+    /// (`TokenStore.close` is public, and `deinit` calls it again): each returns once the
+    /// thread has ended, and only one joins it.
     func stop() {
-        queue.close()
-        if let thread { pthread_join(thread, nil) }
-        thread = nil
+        stopLock.locked {
+            queue.close()
+            if let thread { pthread_join(thread, nil) }
+            thread = nil
+        }
     }
 
     private func run() {
