@@ -42,10 +42,9 @@ struct LineReader {
         }
     }
 
-    /// Reads the input to its end into memory (for a second pass) and closes it.
+    /// Reads the input to its end into memory (for a second pass); the caller closes this one.
     func slurp() throws(CLIError) -> LineReader {
         guard case let .descriptor(fd) = source else { return self }
-        defer { close() }
         var all: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 20)
         while true {

@@ -60,7 +60,11 @@ enum TokensImportCommand {
             // First pass: parse only. Input that cannot be read twice (stdin, a pipe) is kept in
             // memory for the second pass; a file is read again through the same descriptor, so
             // the file checked is the file imported.
-            if !reader.isRewindable { reader = try reader.slurp() }
+            if !reader.isRewindable {
+                let drained = reader
+                reader = try drained.slurp()
+                drained.close()
+            }
             try reader.forEachLine { number, line throws(CLIError) in
                 guard !isBlank(line) else { return }
                 lines += 1
