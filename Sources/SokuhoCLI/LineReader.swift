@@ -24,7 +24,25 @@ struct LineReader {
         return LineReader(source: .descriptor(fd))
     }
 
-    /// Reads stdin to its end into memory (for a second pass).
+    /// Whether `rewind` can start a second pass: a regular file this reader opened. Stdin and
+    /// pipes (`/dev/stdin`, `<(zcat …)`) cannot be read twice: `slurp` them first.
+    var isRewindable: Bool {
+        switch source {
+        case .bytes: return true
+        case let .descriptor(fd):
+            var status = stat()
+            return fd != 0 && fstat(fd, &status) == 0 && status.st_mode & S_IFMT == S_IFREG
+        }
+    }
+
+    /// Goes back to the start of a rewindable input for a second pass.
+    func rewind() throws(CLIError) {
+        if case let .descriptor(fd) = source, lseek(fd, 0, SEEK_SET) < 0 {
+            throw CLIError(.ioError, "reading the input again failed: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Reads the input to its end into memory (for a second pass); the caller closes this one.
     func slurp() throws(CLIError) -> LineReader {
         guard case let .descriptor(fd) = source else { return self }
         var all: [UInt8] = []
@@ -43,19 +61,19 @@ struct LineReader {
         if case let .descriptor(fd) = source, fd > 2 { _ = Glibc.close(fd) }
     }
 
-    /// Calls `body(number, line)` for every line; `body` returns false to stop early.
-    func forEachLine(_ body: (Int, UnsafeRawBufferPointer) throws(CLIError) -> Bool) throws(CLIError) {
+    /// Calls `body(number, line)` for every line.
+    func forEachLine(_ body: (Int, UnsafeRawBufferPointer) throws(CLIError) -> Void) throws(CLIError) {
         var number = 0
-        func emit(_ line: UnsafeRawBufferPointer) throws(CLIError) -> Bool {
+        func emit(_ line: UnsafeRawBufferPointer) throws(CLIError) {
             number += 1
             var end = line.count
             if end > 0 && line[end - 1] == 0x0d { end -= 1 }
-            return try body(number, UnsafeRawBufferPointer(rebasing: line[..<end]))
+            try body(number, UnsafeRawBufferPointer(rebasing: line[..<end]))
         }
         switch source {
         case let .bytes(all):
             let result = all.withUnsafeBytes { buffer in
-                Result { () throws(CLIError) in try LineReader.split(buffer, final: true, emit).consumed }
+                Result { () throws(CLIError) in try LineReader.split(buffer, final: true, emit) }
             }
             _ = try result.get()
         case let .descriptor(fd):
@@ -71,8 +89,8 @@ struct LineReader {
                 let result = buffer.withUnsafeBytes { all in
                     Result { () throws(CLIError) in try LineReader.split(UnsafeRawBufferPointer(rebasing: all[..<filled]), final: final, emit) }
                 }
-                let (consumed, stopped) = try result.get()
-                if stopped || final { return }
+                let consumed = try result.get()
+                if final { return }
                 buffer.withUnsafeMutableBytes { raw in
                     if consumed > 0 { raw.baseAddress!.copyMemory(from: raw.baseAddress! + consumed, byteCount: filled - consumed) }
                 }
@@ -81,20 +99,21 @@ struct LineReader {
         }
     }
 
-    /// Emits the complete lines of `buffer` (and the unterminated rest when `final`).
+    /// Emits the complete lines of `buffer` (and the unterminated rest when `final`); returns
+    /// how many bytes it consumed.
     private static func split(_ buffer: UnsafeRawBufferPointer, final: Bool,
-                              _ emit: (UnsafeRawBufferPointer) throws(CLIError) -> Bool) throws(CLIError) -> (consumed: Int, stopped: Bool) {
+                              _ emit: (UnsafeRawBufferPointer) throws(CLIError) -> Void) throws(CLIError) -> Int {
         var start = 0
         while start < buffer.count {
             guard let newline = memchr(buffer.baseAddress! + start, 0x0a, buffer.count - start) else { break }
             let end = buffer.baseAddress!.distance(to: UnsafeRawPointer(newline))
-            if try !emit(UnsafeRawBufferPointer(rebasing: buffer[start..<end])) { return (end + 1, true) }
+            try emit(UnsafeRawBufferPointer(rebasing: buffer[start..<end]))
             start = end + 1
         }
         if final && start < buffer.count {
-            if try !emit(UnsafeRawBufferPointer(rebasing: buffer[start...])) { return (buffer.count, true) }
+            try emit(UnsafeRawBufferPointer(rebasing: buffer[start...]))
             start = buffer.count
         }
-        return (start, false)
+        return start
     }
 }

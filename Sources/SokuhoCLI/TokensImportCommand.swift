@@ -28,10 +28,11 @@ enum TokensImportCommand {
         kind is pushToStart or device; minLevel (0-255) is optional, default 0. A line sets that token
         of the installation (a new token replaces the old one everywhere) and replaces its topics.
         Bad lines are reported with their line numbers and the rest is imported (exit 65 if any was
-        bad); with --strict nothing is imported when a line is bad (the file is read twice; stdin is
-        held in memory). Blank lines are skipped. Chunks of --batch lines are parsed while earlier ones
-        commit; up to 10 chunks wait, so memory grows with --batch (≈1.2 GB peak RSS at the default
-        for 1M lines, most of it the mapped store). A killed import keeps the chunks committed so far.
+        bad); with --strict nothing is imported when a line is bad (the file is read twice; stdin or a
+        pipe is held in memory). Blank lines are skipped. Chunks of --batch lines are parsed while
+        earlier ones commit; up to 10 chunks wait, so memory grows with --batch (≈1.2 GB peak RSS at
+        the default for 1M lines, most of it the mapped store). A killed import keeps the chunks
+        committed so far.
         """,
         run: { invocation throws(CLIError) in try run(invocation) })
 
@@ -56,22 +57,24 @@ enum TokensImportCommand {
         }
 
         if strict {
-            // First pass: parse only. Stdin is kept in memory for the second pass.
-            if case .descriptor(0) = reader.source { reader = try reader.slurp() }
+            // First pass: parse only. Input that cannot be read twice (stdin, a pipe) is kept in
+            // memory for the second pass; a file is read again through the same descriptor, so
+            // the file checked is the file imported.
+            if !reader.isRewindable {
+                let drained = reader
+                reader = try drained.slurp()
+                drained.close()
+            }
             try reader.forEachLine { number, line throws(CLIError) in
-                guard !isBlank(line) else { return true }
+                guard !isBlank(line) else { return }
                 lines += 1
                 do throws(TokenLineParser.Failure) { _ = try TokenLineParser.parse(line) } catch { note(number, error) }
-                return true
             }
             if badCount > 0 {
                 report(invocation, lines: lines, imported: 0, badCount: badCount, badLines: badLines)
                 throw CLIError.data("\(badCount) bad line\(badCount == 1 ? "" : "s") in \(path); nothing imported (--strict)")
             }
-            if case .descriptor = reader.source {
-                reader.close()
-                reader = try LineReader.open(path)
-            }
+            try reader.rewind()
             lines = 0
         }
 
@@ -102,7 +105,7 @@ enum TokensImportCommand {
 
         do throws(CLIError) {
             try reader.forEachLine { number, line throws(CLIError) in
-                guard !isBlank(line) else { return true }
+                guard !isBlank(line) else { return }
                 lines += 1
                 do throws(TokenLineParser.Failure) {
                     chunk.append(try TokenLineParser.parse(line))
@@ -112,12 +115,12 @@ enum TokensImportCommand {
                 if chunk.count == chunkSize {
                     try flush()
                 }
-                return true
             }
             try flush()
             while !pending.isEmpty { try waitForOldest() }
         } catch {
-            // Chunks commit in order: what was imported is a prefix of the good lines.
+            // Chunks already queued still commit (a failed batch does not stop the writer): wait
+            // for them so the count below says what is in the store.
             while !pending.isEmpty { try? waitForOldest() }
             invocation.console.progress("\r")
             throw CLIError(error.code, "\(error.message) (\(imported) lines had been imported)")

@@ -5,10 +5,11 @@ import Glibc
 /// purpose: it opens, reports map use and grows the map; transactions do the rest.
 final class LMDBEnvironment: @unchecked Sendable {
     // @unchecked: an MDB_env is thread-safe; `setMapSize` is only called under `MapGuard`'s
-    // exclusive lock, when no transaction of this process is active.
+    // exclusive lock, when no transaction of this process is active. `mapSize`, `usedBytes` and
+    // `pageSize` read LMDB's meta pages inside the map, which `setMapSize` unmaps and maps
+    // again: read them only under the guard (shared is enough).
     let handle: OpaquePointer
     let path: String
-    let readOnly: Bool
 
     /// Named databases this environment may open (ours plus room for later schemas).
     static let maximumDatabases: UInt32 = 16
@@ -29,7 +30,6 @@ final class LMDBEnvironment: @unchecked Sendable {
         }
         self.handle = env
         self.path = directory
-        self.readOnly = readOnly
     }
 
     deinit { mdb_env_close(handle) }

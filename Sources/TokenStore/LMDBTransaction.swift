@@ -108,6 +108,9 @@ struct LMDBCursor {
 
     /// Moves the cursor with `op`; returns key and value (pointing into the map), or nil at the end.
     /// `key`/`value` are inputs for the positioning operations (MDB_SET_RANGE, MDB_GET_BOTH_RANGE).
+    /// MDB_SET, MDB_GET_BOTH and MDB_GET_BOTH_RANGE leave the key as given, so the key returned
+    /// for them points into a temporary that is already gone: test those for nil only, and read
+    /// the key with MDB_GET_CURRENT.
     func get(_ op: MDB_cursor_op, key: [UInt8]? = nil, value: [UInt8]? = nil) throws(StoreError)
         -> (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)? {
         var keyValue = MDB_val()
@@ -125,12 +128,6 @@ struct LMDBCursor {
         if rc != 0 { throw StoreError.from(rc, path: path) }
         return (UnsafeRawBufferPointer(start: keyValue.mv_data, count: keyValue.mv_size),
                 UnsafeRawBufferPointer(start: dataValue.mv_data, count: dataValue.mv_size))
-    }
-
-    /// Deletes the entry under the cursor.
-    func delete() throws(StoreError) {
-        let rc = mdb_cursor_del(handle, 0)
-        if rc != 0 { throw StoreError.from(rc, path: path) }
     }
 
     /// The number of duplicates of the current key (DUPSORT).

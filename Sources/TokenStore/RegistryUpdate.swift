@@ -168,8 +168,8 @@ struct RegistryUpdate {
             for (topicKey, entry) in allTopicEntries(old) where !newEntries.contains(where: { $0.key == topicKey && $0.entry == entry }) {
                 try txn.delete(databases.topics, topicKey, value: entry)
             }
-            for (kind, token) in new.tokens where kind != registration.kind && (old.app != new.app || old.environment != new.environment) {
-                try txn.put(databases.tokens, tokenKey(new, kind, token), StoreKeys.tokenValue(registeredAt: now, installationID: new.id))
+            for (kind, _) in new.tokens where kind != registration.kind && (old.app != new.app || old.environment != new.environment) {
+                try claimToken(of: new, kind: kind, now: now)
             }
         }
         for (topicKey, entry) in allTopicEntries(new) {
@@ -189,12 +189,18 @@ struct RegistryUpdate {
         let value = StoreKeys.tokenValue(registeredAt: now, installationID: installationID)
         guard let existing = try txn.insert(databases.tokens, key, value) else { return }
         let owner = try StoreKeys.parseTokenValue(existing).installationID
-        if owner != installationID, var previous = try self.installation(owner), previous.token(kind) == token {
-            try unindexToken(of: previous, kind: kind)
-            previous.setToken(nil, kind: kind)
-            try save(previous)
+        if owner != installationID, let previous = try self.installation(owner), previous.token(kind) == token {
+            try dropToken(of: previous, kind: kind)
         }
         try txn.put(databases.tokens, key, value)
+    }
+
+    /// The installation loses its token of `kind`: the record and every index entry of it.
+    private func dropToken(of installation: Installation, kind: TokenKind) throws(StoreError) {
+        try unindexToken(of: installation, kind: kind)
+        var changed = installation
+        changed.setToken(nil, kind: kind)
+        try save(changed)
     }
 
     /// Removes the `tokens` entry and the `topics` entries of the installation's token of `kind`.
@@ -212,10 +218,8 @@ struct RegistryUpdate {
         guard let value = try txn.get(databases.tokens, key) else { return false }
         let (registeredAt, owner) = try StoreKeys.parseTokenValue(value)
         if let registeredBefore, registeredAt >= registeredBefore { return false }
-        if var installation = try installation(owner), installation.token(kind) == token {
-            try unindexToken(of: installation, kind: kind)
-            installation.setToken(nil, kind: kind)
-            try save(installation)
+        if let installation = try installation(owner), installation.token(kind) == token {
+            try dropToken(of: installation, kind: kind)
         } else {
             try txn.delete(databases.tokens, key)
         }

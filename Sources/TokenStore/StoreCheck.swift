@@ -24,7 +24,7 @@ extension TokenStore {
             func problem(_ text: String) {
                 if problems.count < 20 { problems.append(text) } else { more += 1 }
             }
-            let version = try StoreSchema.storedVersion(txn)
+            let version = try StoreSchema.storedVersion(txn, meta: databases.meta)
             var installations = 0
             var expectedTokens = 0
             var expectedTopicEntries = 0

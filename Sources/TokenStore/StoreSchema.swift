@@ -105,6 +105,12 @@ enum StoreSchema {
             }
             return 0
         }
+        return try storedVersion(txn, meta: meta)
+    }
+
+    /// The schema version, read through the open handle of `meta`. Reads of an open store use
+    /// this one: `mdb_dbi_open` must not run in two transactions of one process at once.
+    static func storedVersion(_ txn: LMDBTransaction, meta: MDB_dbi) throws(StoreError) -> UInt32 {
         guard let marker = try txn.get(meta, formatKey), Array(marker) == formatMarker else {
             throw StoreError.foreign(path: txn.path, detail: "an LMDB database without Sokuho's format marker")
         }

@@ -41,14 +41,16 @@ extension TokenStore {
         let counts = try read { txn throws(StoreError) in
             let tokens = try countTokens(txn)
             let topics = try countTopics(txn)
-            return (try StoreSchema.storedVersion(txn), try txn.count(databases.installations), tokens, topics,
+            return (try StoreSchema.storedVersion(txn, meta: databases.meta), try txn.count(databases.installations), tokens, topics,
                     try txn.count(databases.activities), try txn.count(databases.channels), try txn.count(databases.events))
         }
+        // Map use is read from LMDB's meta pages: under the guard, as another thread may be remapping.
+        let (usedBytes, mapBytes) = try mapGuard.shared { () throws(StoreError) in (environment.usedBytes, environment.mapSize) }
         var status = stat()
         let fileBytes = stat(directory + "/data.mdb", &status) == 0 ? Int(status.st_blocks) * 512 : 0
         return StoreStatistics(schemaVersion: counts.0, installations: counts.1, tokens: counts.2, topics: counts.3,
                                activities: counts.4, channels: counts.5, events: counts.6,
-                               fileBytes: fileBytes, usedBytes: environment.usedBytes, mapBytes: environment.mapSize)
+                               fileBytes: fileBytes, usedBytes: usedBytes, mapBytes: mapBytes)
     }
 
     /// Tokens per (app, environment, kind): the key prefix up to the kind byte names the group.

@@ -6,7 +6,8 @@ import Glibc
 /// thousand registrations cost one commit. Before and during a batch it grows the map, so
 /// `MDB_MAP_FULL` never reaches a caller: a full map aborts the batch, grows, and replays it.
 final class StoreWriter: @unchecked Sendable {
-    // @unchecked: the queue is the only state shared with callers; the rest is the thread's own.
+    // @unchecked: callers share the queue and `thread` (only inside `stopLock`); the rest is the
+    // writer thread's own.
     typealias Done = @Sendable (Result<[WriteOutcome], StoreError>) -> Void
 
     struct Pending {
@@ -21,6 +22,7 @@ final class StoreWriter: @unchecked Sendable {
     private let writerLock: WriterLock
     private let maximumBatch: Int
     private var thread: pthread_t?
+    private let stopLock = ConditionLock()
 
     init(environment: LMDBEnvironment, databases: StoreDatabases, mapGuard: MapGuard, writerLock: WriterLock, maximumBatch: Int) {
         self.environment = environment
@@ -45,11 +47,15 @@ final class StoreWriter: @unchecked Sendable {
         queue.put(Pending(operations: operations, done: done))
     }
 
-    /// Finishes the queued work, then ends the thread.
+    /// Finishes the queued work, then ends the thread. Safe to call from several threads at once
+    /// (`TokenStore.close` is public, and `deinit` calls it again): each returns once the
+    /// thread has ended, and only one joins it.
     func stop() {
-        queue.close()
-        if let thread { pthread_join(thread, nil) }
-        thread = nil
+        stopLock.locked {
+            queue.close()
+            if let thread { pthread_join(thread, nil) }
+            thread = nil
+        }
     }
 
     private func run() {
@@ -76,7 +82,7 @@ final class StoreWriter: @unchecked Sendable {
     /// `MDB_MAP_FULL` grows and replays. Adopts a map another process grew (`MDB_MAP_RESIZED`).
     private func commit(_ batch: [Pending]) throws(StoreError) -> [WriteOutcome] {
         for _ in 0..<64 {
-            if environment.usedBytes > environment.mapSize / 4 * 3 { try grow() }
+            try growIfNearlyFull()
             try writerLock.acquire()
             defer { writerLock.release() }
             let attempt: Result<[WriteOutcome], StoreError> = mapGuard.sharedResult { () throws(StoreError) in
@@ -100,6 +106,13 @@ final class StoreWriter: @unchecked Sendable {
             }
         }
         throw StoreError.io(path: environment.path, code: MDB_MAP_FULL, message: "the batch does not fit even after growing the map 64 times")
+    }
+
+    /// Grows the map when it is three quarters used. Map use is read from LMDB's meta pages,
+    /// which a reader adopting another process's growth may be remapping: hence the guard.
+    private func growIfNearlyFull() throws(StoreError) {
+        let nearlyFull = try mapGuard.shared { () throws(StoreError) in environment.usedBytes > environment.mapSize / 4 * 3 }
+        if nearlyFull { try grow() }
     }
 
     /// Doubles the map (up to 1 GiB steps). LMDB files are sparse, so the map is address space,

@@ -51,31 +51,29 @@ public final class TokenStore: @unchecked Sendable {
             try TokenStore.makeDirectory(directory)
         }
         environment = try LMDBEnvironment(directory: directory, mapSize: options.mapSize, readOnly: options.readOnly)
-        if options.readOnly {
-            let txn = try environment.begin(readOnly: true)
-            do {
-                databases = try StoreSchema.open(txn, migrate: false)
-                try txn.commit() // keeps the database handles for later transactions
-            } catch {
-                txn.abort()
-                throw error.located(at: directory)
-            }
-            writer = nil
-        } else {
+        // A writing store migrates under the writer lock, so two processes never both migrate.
+        var lock: WriterLock?
+        if !options.readOnly {
             environment.clearStaleReaders()
-            let lock = try WriterLock(directory: directory, timeout: options.lockTimeout)
-            try lock.acquire()
-            defer { lock.release() }
-            let txn = try environment.begin(readOnly: false)
-            do {
-                databases = try StoreSchema.open(txn, migrate: true)
-            } catch {
-                txn.abort()
-                throw error.located(at: directory)
-            }
-            try txn.commit()
+            lock = try WriterLock(directory: directory, timeout: options.lockTimeout)
+            try lock?.acquire()
+        }
+        defer { lock?.release() }
+        let txn = try environment.begin(readOnly: options.readOnly)
+        do {
+            databases = try StoreSchema.open(txn, migrate: !options.readOnly)
+        } catch {
+            txn.abort()
+            throw error.located(at: directory)
+        }
+        // Committing (even a read-only transaction) keeps the database handles for later
+        // transactions. A failed commit has freed the transaction: no abort after it.
+        try txn.commit()
+        if let lock {
             writer = StoreWriter(environment: environment, databases: databases, mapGuard: mapGuard,
                                  writerLock: lock, maximumBatch: options.maximumBatch)
+        } else {
+            writer = nil
         }
     }
 
@@ -113,7 +111,6 @@ public final class TokenStore: @unchecked Sendable {
     /// Writes `operations` without blocking the calling task's thread.
     @discardableResult
     public func write(_ operations: [WriteOperation]) async throws(StoreError) -> [WriteOutcome] {
-        for operation in operations { try operation.validate() }
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<[WriteOutcome], StoreError>, Never>) in
             do throws(StoreError) {
                 try submit(operations) { continuation.resume(returning: $0) }
@@ -259,7 +256,7 @@ public final class TokenStore: @unchecked Sendable {
 
     /// The schema version this store has (always `StoreSchema.currentVersion` once open).
     public var schemaVersion: UInt32 {
-        get throws(StoreError) { try read { txn throws(StoreError) in try StoreSchema.storedVersion(txn) } }
+        get throws(StoreError) { try read { txn throws(StoreError) in try StoreSchema.storedVersion(txn, meta: databases.meta) } }
     }
 
     public static var currentSchemaVersion: UInt32 { StoreSchema.currentVersion }

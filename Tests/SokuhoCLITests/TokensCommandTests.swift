@@ -51,6 +51,19 @@ import Testing
         #expect(statsErr.contains("no token store at \(fixture.store)"))
     }
 
+    @Test func strictImportFromAPipeImportsWhatItChecked() {
+        let fixture = CLIFixture()
+        let input = fixture.file("in.jsonl", Self.line("a", token: Self.token(1)) + "\n" + Self.line("b", token: Self.token(2)) + "\n")
+        // A path that is a pipe (as `<(zcat …)` gives) cannot be opened again for the second pass.
+        let status = CLIFixture.shell("cat '\(input)' | '\(CLIFixture.binary)' tokens import /dev/stdin --strict --store '\(fixture.store)' >/dev/null")
+        #expect(status == ExitCode.success.rawValue)
+        let (_, stats, _) = fixture.run(["tokens", "stats", "--json", "--store", fixture.store])
+        #expect(stats.contains(#""installations":2"#), "\(stats)")
+        // A regular file is read again from its start.
+        let second = fixture.directory + "/second"
+        #expect(fixture.run(["tokens", "import", input, "--strict", "--store", second]).1 == "imported 2 of 2 lines (0 bad)\n")
+    }
+
     @Test func exportThenImportRoundTripsExactly() {
         let fixture = CLIFixture()
         let (_, generated, _) = fixture.run(["tokens", "generate", "--count", "300", "--topics", "7", "--levels", "4", "--seed", "9"])

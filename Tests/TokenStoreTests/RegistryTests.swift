@@ -59,6 +59,22 @@ import Testing
         #expect(try store.check().isConsistent)
     }
 
+    @Test func aTokenCarriedToAnotherAppTakesItOverFromItsHolderThere() throws {
+        let fixture = StoreFixture()
+        let store = try fixture.open()
+        // A stale installation of app B holds device token 5; installation "moving" holds the same
+        // device token under app A, then registers its push-to-start token for app B.
+        try store.write([
+            .register(registration("stale", token(5), kind: .device, app: "com.example.b"), at: 1_000),
+            .register(registration("moving", token(5), kind: .device), at: 1_000),
+        ])
+        try store.write([.register(registration("moving", token(6), kind: .pushToStart, app: "com.example.b"), at: 2_000)])
+        // The device token moved along and now belongs to "moving" alone.
+        #expect(try store.tokenOwner(app: "com.example.b", environment: .sandbox, kind: .device, token: token(5))?.installationID == "moving")
+        #expect(try store.installation(id: "stale")?.deviceToken == nil)
+        #expect(try store.check().isConsistent)
+    }
+
     @Test func a410PrunesOnlyATokenRegisteredBeforeItsTimestamp() throws {
         let fixture = StoreFixture()
         let store = try fixture.open()

@@ -85,7 +85,11 @@ import Testing
         } catch {
             let prefix = #"{"installationId":"A1","app":"com.example.eew","environment":"sandbox","kind":"#
             #expect(error.column == prefix.utf8.count + 1)
-            #expect(!error.description.contains(hex))
+        }
+        // A bad token is described, never echoed (odd length, a non-hex digit, too long).
+        for badToken in [hex + "0", hex + "zz", String(repeating: hex, count: 7)] {
+            let message = failure(line.replacingOccurrences(hex, badToken))
+            #expect(message?.hasPrefix("token") == true && message?.contains(hex) == false, "\(message ?? "accepted")")
         }
     }
 
