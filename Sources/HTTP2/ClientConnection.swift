@@ -141,12 +141,6 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
         return max(0, limit - activeStreams)
     }
 
-    /// The server's current SETTINGS_MAX_CONCURRENT_STREAMS (nghttp2's default until it says).
-    public var serverStreamLimit: Int {
-        guard let session else { return 0 }
-        return Int(nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS))
-    }
-
     /// Starts connecting (from `.idle` or `.closed`). Call on the loop thread.
     public func connect() {
         precondition(state == .idle || state == .closed, "connect() on a connection that is \(state)")

@@ -36,5 +36,4 @@ public final class HeaderList: @unchecked Sendable {
         entries.deallocate()
     }
 
-    public static let empty = HeaderList([(name: String, value: String)]())
 }

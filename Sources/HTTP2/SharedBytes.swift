@@ -14,5 +14,4 @@ public final class SharedBytes: @unchecked Sendable {
     deinit { base.deallocate() }
 
     public var buffer: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: base, count: count) }
-    public var array: [UInt8] { Array(buffer) }
 }

@@ -37,26 +37,6 @@ public struct ResponseView {
     let headerBytes: UnsafeBufferPointer<UInt8>
     public let body: UnsafeBufferPointer<UInt8>
 
-    /// The value of a response header (lowercase name), or nil.
-    public func header(_ name: String) -> String? {
-        let wanted = Array(name.utf8)
-        var index = 0
-        var fields: [ArraySlice<UInt8>] = []
-        var start = 0
-        while index < headerBytes.count {
-            if headerBytes[index] == 0 {
-                fields.append(ArraySlice(headerBytes[start..<index]))
-                start = index + 1
-                if fields.count == 2 {
-                    if fields[0].elementsEqual(wanted) { return String(decoding: fields[1], as: UTF8.self) }
-                    fields.removeAll(keepingCapacity: true)
-                }
-            }
-            index += 1
-        }
-        return nil
-    }
-
     /// All captured headers (for diagnostics and tests).
     public var headers: [(name: String, value: String)] {
         let parts = headerBytes.split(separator: 0, omittingEmptySubsequences: false)
