@@ -13,5 +13,4 @@ public final class SharedBytes: @unchecked Sendable {
 
     deinit { base.deallocate() }
 
-    public var buffer: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: base, count: count) }
 }
