@@ -39,12 +39,22 @@ public struct ClientConnectionOptions: Sendable {
     public var maximumStreams: Int = 1000
     /// APNs allows one stream on a new token connection until a request succeeds (APNS.md §6).
     public var oneStreamUntilFirstSuccess = true
+    /// Each address's TCP connect, the name lookup and the TLS handshake each get this long.
     public var connectTimeout: UInt64 = 10_000_000_000
-    /// A PING is sent after this long without any frame received (APNs: about an hour).
+    /// RFC 8305 (Happy Eyeballs): the next address is tried after this head start, while the
+    /// earlier attempt may still finish, so an address that drops packets costs 250 ms, not a timeout.
+    public var nextAddressDelay: UInt64 = 250_000_000
+    /// How host names become addresses (run off the loop thread).
+    public var resolver: NameResolver = { host, port throws(TransportError) in try SocketAddress.resolve(host: host, port: port) }
+    /// A PING is sent after this long without any frame received while nothing is in flight (APNs: about an hour).
     public var pingAfterIdle: UInt64 = 3_600_000_000_000
-    /// A PING not answered within this long means the peer is gone (a half-open TCP connection
-    /// would otherwise keep pushes waiting until their deadlines).
-    public var pingTimeout: UInt64 = 10_000_000_000
+    /// A PING is sent after this long without any byte received while streams are in flight: a
+    /// connection that went silent (TCP open, peer gone or wedged) is found in seconds, not when
+    /// its requests' deadlines pass one by one.
+    public var pingAfterSilence: UInt64 = 2_000_000_000
+    /// A PING not answered within this long means the peer is gone: the connection is closed and its
+    /// in-flight streams fail (unknown). No new stream is submitted while a PING is outstanding.
+    public var pingTimeout: UInt64 = 2_000_000_000
 
     public init(host: String, port: Int, serverName: String? = nil, tls: TLSConfiguration) {
         self.host = host
@@ -67,8 +77,14 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
     public weak var delegate: ClientConnectionDelegate?
     public private(set) var state: State = .idle
 
-    private var addresses: [SocketAddress] = []
-    private var addressIndex = 0
+    /// Addresses not tried yet (interleaved by family), the connects under way, and whether the
+    /// lookup has answered; `connectRound` tells a late lookup result of an earlier round to go away.
+    private var pendingAddresses: [SocketAddress] = []
+    private var attempts: [ConnectAttempt] = []
+    private var addressesResolved = false
+    private var nextAttemptAt: UInt64 = 0
+    private var connectRound = 0
+    private var handshakeStarted: UInt64 = 0
     private var rawFD: Int32 = -1
     private var tls: TLSStream?
     private var session: OpaquePointer?
@@ -79,12 +95,16 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
     private let inputCapacity = 64 * 1024
     private var connectStarted: UInt64 = 0
     private var lastReceived: UInt64 = 0
+    /// When the current silence began: the last byte received, or the first stream submitted after
+    /// the connection had none in flight (a long idle gap is not silence of a busy peer).
+    private var silentSince: UInt64 = 0
     private var pingOutstanding = false
     private var pingSentAt: UInt64 = 0
     /// PINGs sent after idle periods, and the ACKs that came back.
     public private(set) var pingsSent = 0
     public private(set) var pingsAcknowledged = 0
     private var closeError: TransportError?
+    private var lastConnectError: TransportError?
     private var goAway: GoAwayInfo?
 
     /// nghttp2's memory for this connection's sessions (reused across reconnects).
@@ -138,6 +158,7 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
         var limit = Int(nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS))
         limit = min(limit, slots.count)
         if options.oneStreamUntilFirstSuccess && !hadSuccess { limit = 1 }
+        if pingOutstanding { return 0 }  // is the peer still there? Hand it nothing more until it says so.
         return max(0, limit - activeStreams)
     }
 
@@ -151,6 +172,8 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
         terminated = false
         responsesReceived = 0
         streamsSubmitted = 0
+        lastConnectError = nil
+        pingOutstanding = false
         // .connecting first: a failure from here on goes through finishClose, which tells the delegate
         // (from .closed it would return early, and a reconnecting pool would never hear of it).
         loop.add(self)
@@ -161,28 +184,76 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
             finishClose(.resolve(host: options.host, message: "port \(options.port) is outside 1…65535"))
             return
         }
+        addressesResolved = false
+        connectRound &+= 1
+        let round = connectRound
+        NameResolution.start(host: options.host, port: options.port, resolver: options.resolver, on: loop) { [self] result in
+            self.resolved(result, round: round)
+        }
+    }
+
+    private func resolved(_ result: Result<[SocketAddress], TransportError>, round: Int) {
+        guard round == connectRound, state == .connecting, !addressesResolved else { return }
+        switch result {
+        case let .failure(error):
+            finishClose(error)
+        case let .success(addresses):
+            addressesResolved = true
+            pendingAddresses = NameResolution.interleaved(addresses)
+            startNextAttempt(now: MonotonicClock.nanoseconds())
+        }
+    }
+
+    /// Starts a connect to the next address; when none is left and none is under way, the
+    /// connection fails with the last address's error.
+    private func startNextAttempt(now: UInt64) {
+        while !pendingAddresses.isEmpty {
+            let address = pendingAddresses.removeFirst()
+            do {
+                let attempt = try ConnectAttempt(address: address, now: now) { [unowned self] attempt, error in
+                    self.attemptFinished(attempt, error: error)
+                }
+                attempts.append(attempt)
+                loop.add(attempt)
+                nextAttemptAt = now &+ options.nextAddressDelay
+                return
+            } catch {
+                lastConnectError = error
+            }
+        }
+        if attempts.isEmpty {
+            finishClose(lastConnectError ?? .connect("\(options.host):\(options.port)", ECONNREFUSED))
+        }
+    }
+
+    /// The first attempt to connect wins; the others are closed. A failed one makes room for the next address at once.
+    private func attemptFinished(_ attempt: ConnectAttempt, error: Int32) {
+        guard state == .connecting, let index = attempts.firstIndex(where: { $0 === attempt }) else { return }
+        attempts.remove(at: index)
+        let now = MonotonicClock.nanoseconds()
+        if error != 0 {
+            attempt.cancel(on: loop)
+            lastConnectError = .connect(attempt.address.description, error)
+            if attempts.isEmpty { startNextAttempt(now: now) }
+            return
+        }
+        rawFD = attempt.takeDescriptor(from: loop)
+        cancelAttempts()
         do {
-            addresses = try SocketAddress.resolve(host: options.host, port: options.port)
+            tls = try TLSStream(fd: rawFD, configuration: options.tls, serverName: options.serverName ?? options.host)
         } catch {
             finishClose(error)
             return
         }
-        addressIndex = 0
-        tryNextAddress()
+        state = .handshaking
+        handshakeStarted = now
+        continueHandshake()
     }
 
-    private func tryNextAddress() {
-        while addressIndex < addresses.count {
-            let address = addresses[addressIndex]
-            addressIndex += 1
-            do {
-                rawFD = try Socket.startConnect(to: address)
-                return  // completion shows up as EPOLLOUT
-            } catch {
-                closeError = error
-            }
-        }
-        finishClose(closeError ?? .connect("\(options.host):\(options.port)", ECONNREFUSED))
+    private func cancelAttempts() {
+        for attempt in attempts { attempt.cancel(on: loop) }
+        attempts.removeAll()
+        pendingAddresses.removeAll()
     }
 
     /// Submits a request; returns false (and calls nothing) when the connection cannot take it now.
@@ -237,6 +308,7 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
             return false
         }
         slots[slot].begin(tag: tag, deadline: deadline, body: body, streamID: streamID)
+        if activeStreams == 0 { silentSince = MonotonicClock.nanoseconds() }
         activeStreams += 1
         streamsSubmitted += 1
         return true
@@ -283,55 +355,44 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
             }
             return !output.isEmpty || blockedWriteLength > 0
         }
-        return state == .connecting || state == .handshaking && tlsWantsWrite
+        // While connecting, the attempts are the loop's sources; the connection has no socket yet.
+        return state == .handshaking && tlsWantsWrite
     }
 
     private var tlsWantsWrite = false
 
     public func handle(events: UInt32, now: UInt64) {
         switch state {
-        case .connecting:
-            let error = Socket.pendingError(rawFD)
-            if error != 0 {
-                loop.forget(fileDescriptor: rawFD)
-                Glibc.close(rawFD)
-                rawFD = -1
-                closeError = .connect(addresses[addressIndex - 1].description, error)
-                tryNextAddress()
-                return
-            }
-            do {
-                tls = try TLSStream(fd: rawFD, configuration: options.tls, serverName: options.serverName ?? options.host)
-            } catch {
-                finishClose(error)
-                return
-            }
-            state = .handshaking
-            continueHandshake()
         case .handshaking:
             continueHandshake()
         case .open, .draining:
-            lastReceived = now
-            readAvailable()
+            // Only bytes count as a sign of life: a writable socket says nothing about the peer.
+            if readAvailable() { lastReceived = now; silentSince = now }
             if state == .open || state == .draining { flush() }
-        case .idle, .closed:
+        case .idle, .connecting, .closed:
             break
         }
     }
 
     public func tick(now: UInt64) {
         switch state {
-        case .connecting, .handshaking:
-            if now &- connectStarted > options.connectTimeout {
-                finishClose(.timeout("connecting to \(options.host):\(options.port)"))
+        case .connecting:
+            tickConnecting(now: now)
+        case .handshaking:
+            if now &- handshakeStarted > options.connectTimeout {
+                finishClose(.timeout("TLS handshake with \(options.host):\(options.port)"))
             }
         case .open, .draining:
             expireDeadlines(now: now)
-            if pingOutstanding, now &- pingSentAt > options.pingTimeout {
-                finishClose(.timeout("no answer to PING within \(options.pingTimeout / 1_000_000) ms"))
+            guard state == .open || state == .draining else { return }
+            if pingOutstanding {
+                if now &- pingSentAt > options.pingTimeout {
+                    finishClose(.timeout("no answer to PING within \(options.pingTimeout / 1_000_000) ms: the connection went silent"))
+                }
                 return
             }
-            if state == .open, !pingOutstanding, now &- lastReceived > options.pingAfterIdle, let session {
+            let silentWhileBusy = activeStreams > 0 && now &- max(silentSince, lastReceived) > options.pingAfterSilence
+            if silentWhileBusy || now &- lastReceived > options.pingAfterIdle, let session {
                 nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
                 pingOutstanding = true
                 pingSentAt = now
@@ -339,6 +400,26 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
             }
         case .idle, .closed:
             break
+        }
+    }
+
+    /// Per-address connect timeouts, the next address after its head start, and the lookup's own timeout.
+    private func tickConnecting(now: UInt64) {
+        guard addressesResolved else {
+            if now &- connectStarted > options.connectTimeout {
+                finishClose(.timeout("resolving \(options.host) (no answer within \(options.connectTimeout / 1_000_000) ms)"))
+            }
+            return
+        }
+        for attempt in attempts where now &- attempt.started > options.connectTimeout {
+            attempt.cancel(on: loop)
+            lastConnectError = .timeout("connecting to \(attempt.address)")
+        }
+        attempts.removeAll { $0.fileDescriptor < 0 }
+        if !pendingAddresses.isEmpty && (attempts.isEmpty || now >= nextAttemptAt) {
+            startNextAttempt(now: now)
+        } else if attempts.isEmpty && pendingAddresses.isEmpty {
+            finishClose(lastConnectError ?? .timeout("connecting to \(options.host):\(options.port)"))
         }
     }
 
@@ -358,6 +439,7 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
             guard startSession() else { return }
             state = .open
             lastReceived = MonotonicClock.nanoseconds()
+            silentSince = lastReceived
             delegate?.connectionDidOpen(self)
             flush()
         }
@@ -380,25 +462,28 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
 
     // MARK: I/O
 
-    private func readAvailable() {
-        guard let tls, let session else { return }
+    /// Feeds what the socket has to nghttp2; returns whether any bytes arrived.
+    private func readAvailable() -> Bool {
+        guard let tls, let session else { return false }
+        var received = false
         while true {
             switch tls.read(into: input, capacity: inputCapacity) {
             case let .bytes(count):
+                received = true
                 let consumed = nghttp2_session_mem_recv(session, input, count)
                 if consumed < 0 {
                     finishClose(.protocolError(String(cString: nghttp2_strerror(Int32(consumed)))))
-                    return
+                    return received
                 }
-                if state == .closed { return }
+                if state == .closed { return received }
             case .wouldBlock:
-                return
+                return received
             case .closed:
                 finishClose(goAway == nil ? .closed("the server closed the connection") : nil)
-                return
+                return received
             case let .failed(error):
                 finishClose(error)
-                return
+                return received
             }
         }
     }
@@ -465,6 +550,9 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
         if state == .closed { return }
         let previous = state
         state = .closed
+        connectRound &+= 1  // a lookup still under way for this round is ignored when it answers
+        cancelAttempts()
+        pingOutstanding = false
         for index in slots.indices where slots[index].active {
             let tag = slots[index].tag
             let failure = classifyUnanswered(index: index, errorCode: nil,
@@ -531,8 +619,9 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
             var status = 0
             for digit in value { status = status * 10 + Int(digit &- 48) }
             slots[index].status = status
-        } else if name.count > 5, name[0] == UInt8(ascii: "a"), name.starts(with: "apns-".utf8) {
-            // Only APNs' own headers matter to a sender (ids, channel id); skip date, server, etc.
+        } else if name.count > 5, name[0] == UInt8(ascii: "a") && name.starts(with: "apns-".utf8)
+                    || name[0] == UInt8(ascii: "r") && name.elementsEqual("retry-after".utf8) {
+            // Only APNs' own headers (ids, channel id) and Retry-After matter to a sender; skip date, server, etc.
             slots[index].responseHeaders.append(contentsOf: name)
             slots[index].responseHeaders.append(0)
             slots[index].responseHeaders.append(contentsOf: value)
@@ -577,14 +666,19 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
         if status > 0 {
             responsesReceived += 1
             if (200..<300).contains(status) { hadSuccess = true }
-            let headerCount = slots[index].responseHeaders.count, bodyCount = slots[index].responseBody.count
-            slots[index].responseHeaders.withUnsafeBufferPointer { headerBytes in
-                slots[index].responseBody.withUnsafeBufferPointer { body in
-                    let view = ResponseView(status: status, headerBytes: UnsafeBufferPointer(rebasing: headerBytes[0..<headerCount]),
-                                            body: UnsafeBufferPointer(rebasing: body[0..<bodyCount]))
-                    delegate?.connection(self, didReceive: view, tag: tag)
+            // Move the buffers out of the slot for the call: a delegate that submits from here mutates
+            // `slots`, which must not be under an access then (exclusivity). Moving keeps their capacity.
+            var headerBytes: [UInt8] = []
+            var body: [UInt8] = []
+            swap(&headerBytes, &slots[index].responseHeaders)
+            swap(&body, &slots[index].responseBody)
+            headerBytes.withUnsafeBufferPointer { headerBuffer in
+                body.withUnsafeBufferPointer { bodyBuffer in
+                    delegate?.connection(self, didReceive: ResponseView(status: status, headerBytes: headerBuffer, body: bodyBuffer), tag: tag)
                 }
             }
+            swap(&headerBytes, &slots[index].responseHeaders)
+            swap(&body, &slots[index].responseBody)
             release(index)
         } else {
             let failure = classifyUnanswered(index: index, errorCode: errorCode, why: "stream closed")

@@ -28,6 +28,13 @@ public final class OSThread: @unchecked Sendable {
         return thread
     }
 
+    /// Starts `body` on a new thread that nobody joins: its resources go back when it returns.
+    public static func startDetached(name: String, _ body: @escaping @Sendable () -> Void) {
+        let thread = start(name: name, body)
+        let rc = pthread_detach(thread.handle)
+        precondition(rc == 0, "pthread_detach failed: \(rc)")
+    }
+
     /// Waits for the thread to end.
     public func join() { pthread_join(handle, nil) }
 }

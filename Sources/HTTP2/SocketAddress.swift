@@ -82,11 +82,12 @@ enum Socket {
         return fd
     }
 
-    /// The pending error of a non-blocking connect (0 when it succeeded).
+    /// The pending error of a non-blocking connect (0 when it succeeded). A failing `getsockopt`
+    /// is itself the error: reading it as 0 would call a socket that never connected a success.
     static func pendingError(_ fd: Int32) -> Int32 {
         var error: Int32 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)
-        getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
+        guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 else { return errno == 0 ? EIO : errno }
         return error
     }
 

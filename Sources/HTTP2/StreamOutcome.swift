@@ -50,4 +50,28 @@ public struct ResponseView {
     }
 
     public var bodyBytes: [UInt8] { Array(body) }
+
+    /// `Retry-After` in delta-seconds (RFC 9110 §10.2.3), without allocating. The HTTP-date form
+    /// and anything unparsable read as absent: the caller then uses its own back-off.
+    public var retryAfterSeconds: Int? {
+        var index = 0
+        let name = "retry-after".utf8
+        while index < headerBytes.count {
+            guard let nameEnd = headerBytes[index...].firstIndex(of: 0) else { return nil }
+            let valueStart = nameEnd + 1
+            let valueEnd = headerBytes[valueStart...].firstIndex(of: 0) ?? headerBytes.count
+            if headerBytes[index..<nameEnd].elementsEqual(name) {
+                var seconds = 0
+                var digits = 0
+                for byte in headerBytes[valueStart..<valueEnd] where byte != UInt8(ascii: " ") {
+                    guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte), digits < 9 else { return nil }
+                    seconds = seconds * 10 + Int(byte - UInt8(ascii: "0"))
+                    digits += 1
+                }
+                return digits > 0 ? seconds : nil
+            }
+            index = valueEnd + 1
+        }
+        return nil
+    }
 }

@@ -13,11 +13,12 @@ public final class ConnectionPool: Sendable {
     private let loops: [EventLoop]
     private let senders: [LoopSender]
     private let threads: Mutex<[OSThread]>
-    private let state = PoolState()
+    private let state: PoolState
     private let submitted = Atomic<Int>(0)
     private let nextLoop = Atomic<Int>(0)
 
     public init(configuration: PoolConfiguration, sink: PushOutcomeSink? = nil) {
+        state = PoolState(connections: configuration.connections)
         let threadCount = max(1, min(configuration.threads, configuration.connections))
         var loops: [EventLoop] = []
         var senders: [LoopSender] = []

@@ -51,11 +51,15 @@ final class JobQueue: Sendable {
     var count: Int { ring.withLock { $0.count } }
 }
 
-/// A plain ring of jobs owned by one thread.
+/// A plain ring of jobs owned by one thread. It knows the earliest deadline among its jobs, so a
+/// loop can expire queued jobs (no connection open, all streams busy) without scanning every turn.
 struct JobRing {
     private var slots: [PushJob?]
     private var head = 0
     private(set) var count = 0
+    /// The earliest group deadline of a job in the ring, or nil when none has one (an upper bound
+    /// after jobs left: `expire` recomputes it).
+    private(set) var earliestDeadline: UInt64?
 
     init(capacity: Int) { slots = Array(repeating: nil, count: capacity) }
 
@@ -66,6 +70,7 @@ struct JobRing {
         precondition(count < slots.count, "JobRing overflow")
         slots[(head + count) % slots.count] = job
         count += 1
+        noteDeadline(of: job)
     }
 
     mutating func pushFront(_ job: PushJob) {
@@ -73,6 +78,24 @@ struct JobRing {
         head = (head - 1 + slots.count) % slots.count
         slots[head] = job
         count += 1
+        noteDeadline(of: job)
+    }
+
+    @inline(__always)
+    private mutating func noteDeadline(of job: PushJob) {
+        let deadline = job.group.deadline
+        if deadline != 0 && deadline < (earliestDeadline ?? .max) { earliestDeadline = deadline }
+    }
+
+    /// Removes every job whose deadline is at or before `now`, in order, handing each to `expired`;
+    /// the others keep their order.
+    mutating func expire(now: UInt64, _ expired: (PushJob) -> Void) {
+        guard let earliest = earliestDeadline, earliest <= now else { return }
+        earliestDeadline = nil
+        for _ in 0..<count {
+            let job = popFront()!
+            if job.group.deadline != 0 && job.group.deadline <= now { expired(job) } else { pushBack(job) }
+        }
     }
 
     mutating func popFront() -> PushJob? {

@@ -27,7 +27,9 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
     private var counters = SenderCounters()
     private var latencies = LatencyHistogram()
     private var random = FastRandom(seed: RandomSource.shared.next())
+    /// `:path` of the push being submitted (prefix + hex token); grows when a group's prefix needs more.
     private var pathBuffer: UnsafeMutablePointer<UInt8>
+    private var pathCapacity = 512
     private var lastTokenCheck: UInt64 = 0
     /// Final outcomes recorded by this loop (read by producers to know when all is done).
     let finished = Atomic<Int>(0)
@@ -39,6 +41,10 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         var reconnectAt: UInt64 = 0
         var backoff: UInt64 = 0
         var retire = false
+        /// Connection attempts that failed in a row (reset when one opens), and whether this
+        /// connection has told the pool it cannot reach the server.
+        var failuresInARow = 0
+        var gaveUp = false
         init(_ connection: ClientConnection) { self.connection = connection }
     }
 
@@ -53,11 +59,15 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         delayed = DelayedJobs(capacity: maximumInflight)
         inflight = Array(repeating: nil, count: maximumInflight)
         freeTags = Array((0..<maximumInflight).reversed())
-        pathBuffer = .allocate(capacity: 512)
+        pathBuffer = .allocate(capacity: pathCapacity)
         for _ in 0..<connections {
             var options = ClientConnectionOptions(host: configuration.host, port: configuration.port, tls: configuration.tls)
             options.maximumStreams = configuration.streamsPerConnection
             options.serverName = configuration.serverName
+            options.pingAfterSilence = configuration.pingAfterSilence
+            options.pingTimeout = configuration.pingTimeout
+            options.connectTimeout = configuration.connectTimeout
+            if let resolver = configuration.resolver { options.resolver = resolver }
             let connection = ClientConnection(loop: loop, options: options)
             slots.append(PooledConnection(connection))
         }
@@ -91,6 +101,13 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
             ready.pushBack(job)
         }
         if ready.count < ready.free { _ = queue.drain(into: &ready, limit: ready.free) }
+        // A deadline holds while a push waits, too: with no connection open or every stream busy,
+        // queued pushes would otherwise outlive it (and `waitUntilFinished` with them).
+        if let earliest = ready.earliestDeadline, earliest <= now {
+            var expired: [PushJob] = []  // collected first: `finish` reads `ready`, which `expire` is mutating
+            ready.expire(now: now) { expired.append($0) }
+            for job in expired { finish(job, .expired, status: 0, reason: nil, timestamp: nil, now: now) }
+        }
         if pool.halted.load(ordering: .relaxed) { failEverythingQueued(now: now) }
         let hasWork = !ready.isEmpty || !delayed.isEmpty || inflightCount > 0
         if hasWork { openConnectionsIfNeeded(now: now) }
@@ -140,6 +157,7 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
     func connectionDidOpen(_ connection: ClientConnection) {
         counters.connectionsOpened += 1
         pool.connectionOpened()
+        if let slot = slots.first(where: { $0.connection === connection }) { slot.failuresInARow = 0 }
     }
 
     func connection(_ connection: ClientConnection, didClose error: TransportError?, goAway: GoAwayInfo?) {
@@ -147,9 +165,11 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         let now = MonotonicClock.nanoseconds()
         if let goAway {
             counters.goAways += 1
-            // APNs may say why in the GOAWAY's JSON; credentials problems stop the pool, like a 403.
-            if let reason = ErrorBody.goAwayReason(debugData: goAway.debugData),
-               ResponseAction(status: 403, reason: reason) == .fixCredentials {
+            // APNs may say why in the GOAWAY's JSON. Only a reason known to mean "fix the credentials
+            // or configuration" stops the pool; a reason that asks for a new connection
+            // (ExpiredProviderToken, UnrelatedKeyIdInToken), one we do not know, or none at all is a
+            // drain: reconnect with back-off, resend what was provably unprocessed.
+            if let reason = ErrorBody.goAwayReason(debugData: goAway.debugData), reason.action == .fixCredentials {
                 pool.halt(.authOrConnectionFailure, message: "APNs closed the connection: GOAWAY \(reason.name)")
             }
         }
@@ -164,7 +184,12 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         // so a server that refuses us at once is not hammered with new connections.
         if error != nil { counters.connectionFailures += 1 }
         if let error, !answered && connection.streamsSubmitted == 0 {
-            pool.connectionFailed(error, failFastAfter: configuration.failFastAfterAttempts)
+            // Counted per connection: one failure of one connection (a DNS blip) is retried.
+            slot.failuresInARow += 1
+            if slot.failuresInARow >= configuration.failFastAfterAttempts && !slot.gaveUp {
+                slot.gaveUp = true
+                pool.connectionGaveUp(error)
+            }
         }
         if answered && connection.hadSuccess {
             slot.backoff = configuration.reconnectInitial
@@ -188,6 +213,7 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
             }
             guard let tag = freeTags.popLast() else { ready.pushFront(job); return }
             let prefix = job.group.pathPrefix
+            if prefix.count + 2 * DeviceTokenBytes.capacity > pathCapacity { growPathBuffer(to: prefix.count + 2 * DeviceTokenBytes.capacity) }
             let length = prefix.withUnsafeBufferPointer { p -> Int in
                 pathBuffer.update(from: p.baseAddress!, count: p.count)
                 return p.count + job.token.writeHex(to: pathBuffer + p.count)
@@ -213,8 +239,9 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         let now = MonotonicClock.nanoseconds()
         let isSuccess = (200..<300).contains(response.status)
         let error = isSuccess ? ErrorBody(reason: nil, timestamp: nil) : ErrorBody(json: response.bodyBytes)
+        let retryAfter = isSuccess ? nil : response.retryAfterSeconds.map { UInt64($0) * 1_000_000_000 }
         let disposition = configuration.retry.decide(status: response.status, reason: error.reason, attempts: Int(job.attempts) + 1,
-                                                     resends: Int(job.resends), random: nextRandom())
+                                                     resends: Int(job.resends), random: nextRandom(), retryAfter: retryAfter)
         apply(disposition, to: job, connection: connection, status: response.status, reason: error.reason?.name,
               timestamp: error.timestamp, now: now)
     }
@@ -295,4 +322,11 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
     }
 
     private func nextRandom() -> Double { random.unitInterval() }
+
+    /// A group whose `:path` prefix is longer than the buffer: grow it once (not per push).
+    private func growPathBuffer(to capacity: Int) {
+        pathBuffer.deallocate()
+        pathCapacity = capacity
+        pathBuffer = .allocate(capacity: capacity)
+    }
 }

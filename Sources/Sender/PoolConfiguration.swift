@@ -25,9 +25,21 @@ public struct PoolConfiguration: Sendable {
     /// Reconnect back-off after a failure: doubles from `reconnectInitial` to `reconnectMaximum`.
     public var reconnectInitial: UInt64 = 1_000_000_000
     public var reconnectMaximum: UInt64 = 60_000_000_000
-    /// Consecutive failed connection attempts, with no connection ever opened, before the pool gives
-    /// up and fails the pushes (an unreachable server or a TLS mismatch is a configuration error).
+    /// Failed connection attempts in a row, per connection, before that connection counts as unable
+    /// to reach the server. The pool gives up and fails the pushes only when every one of its
+    /// connections has, and none ever opened (an unreachable server or a TLS mismatch is a
+    /// configuration error). With the 1 s → 2 s back-off, a DNS or network blip shorter than about
+    /// 3 s is retried, not fatal. After a connection has opened, an outage is waited out until the
+    /// pushes' deadlines instead.
     public var failFastAfterAttempts = 3
+    /// Dead-connection detection: while streams are in flight and nothing has arrived for
+    /// `pingAfterSilence`, a PING; no answer within `pingTimeout` retires the connection.
+    public var pingAfterSilence: UInt64 = 2_000_000_000
+    public var pingTimeout: UInt64 = 2_000_000_000
+    /// Each address's connect (and the lookup and the TLS handshake) gets this long.
+    public var connectTimeout: UInt64 = 10_000_000_000
+    /// How the host name becomes addresses (tests inject failures and addresses here).
+    public var resolver: NameResolver?
 
     public init(host: String, port: Int, tls: TLSConfiguration) {
         self.host = host

@@ -5,8 +5,12 @@ import Synchronization
 final class PoolState: Sendable {
     let halted = Atomic<Bool>(false)
     private let reason = Mutex<(PushOutcome, String)?>(nil)
-    private let failedAttempts = Atomic<Int>(0)
+    /// Connections of the pool, and how many of them failed `failFastAfter` times in a row.
+    private let connectionCount: Int
+    private let unreachable = Atomic<Int>(0)
     private let everOpened = Atomic<Bool>(false)
+
+    init(connections: Int) { connectionCount = max(1, connections) }
 
     func halt(_ outcome: PushOutcome, message: String) {
         reason.withLock { if $0 == nil { $0 = (outcome, message) } }
@@ -18,10 +22,11 @@ final class PoolState: Sendable {
 
     func connectionOpened() { everOpened.store(true, ordering: .relaxed) }
 
-    /// Counts a failed attempt; with no connection ever opened, `failFastAfter` of them halt the pool.
-    func connectionFailed(_ error: TransportError, failFastAfter: Int) {
-        let attempts = failedAttempts.add(1, ordering: .relaxed).newValue
-        if !everOpened.load(ordering: .relaxed) && attempts >= failFastAfter {
+    /// One connection has failed to connect `failFastAfter` times in a row (each connection reports
+    /// it once). When all have and none ever opened, the server is unreachable: halt.
+    func connectionGaveUp(_ error: TransportError) {
+        let count = unreachable.add(1, ordering: .relaxed).newValue
+        if !everOpened.load(ordering: .relaxed) && count >= connectionCount {
             halt(.authOrConnectionFailure, message: "cannot connect: \(error)")
         }
     }

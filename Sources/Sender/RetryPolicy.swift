@@ -22,8 +22,10 @@ public enum Disposition: Sendable, Equatable {
 public struct RetryPolicy: Sendable, Equatable {
     /// Attempts in all (first send + retries) for a transient error.
     public var maximumAttempts = 5
-    public var baseDelay: UInt64 = 100_000_000
-    public var maximumDelay: UInt64 = 10_000_000_000
+    /// Back-off in seconds, not milliseconds: a 429 or 503 means the server (or the phone's
+    /// budget) needs time; retries 0.5–1, 1–2, 2–4, 4–8 s apart, always within the push's deadline.
+    public var baseDelay: UInt64 = 1_000_000_000
+    public var maximumDelay: UInt64 = 8_000_000_000
     /// Bound on immediate resends of one push, so a server that refuses everything cannot loop it.
     public var maximumResends = 8
 
@@ -37,8 +39,10 @@ public struct RetryPolicy: Sendable, Equatable {
         return ceiling / 2 + UInt64(Double(ceiling / 2) * random)
     }
 
-    /// The disposition of a push that got an HTTP response.
-    public func decide(status: Int, reason: Reason?, attempts: Int, resends: Int, random: Double) -> Disposition {
+    /// The disposition of a push that got an HTTP response. `retryAfter` (nanoseconds), from the
+    /// response's `Retry-After`, replaces the computed back-off when the server gave one.
+    public func decide(status: Int, reason: Reason?, attempts: Int, resends: Int, random: Double,
+                       retryAfter: UInt64? = nil) -> Disposition {
         switch ResponseAction(status: status, reason: reason) {
         case .delivered:
             return .finish(attempts > 1 || resends > 0 ? .deliveredAfterRetry : .delivered)
@@ -50,10 +54,10 @@ public struct RetryPolicy: Sendable, Equatable {
             return .haltPool(.authOrConnectionFailure)
         case .retry:
             guard attempts < maximumAttempts else { return .finish(.failedAfterRetry) }
-            return .retry(delay: backoff(attempt: attempts, random: random))
+            return .retry(delay: retryAfter ?? backoff(attempt: attempts, random: random))
         case .retryOnNewConnection, .newConnection:
             guard resends < maximumResends, attempts < maximumAttempts + maximumResends else { return .finish(.failedAfterRetry) }
-            return .resendOnNewConnection(delay: backoff(attempt: 1, random: random))
+            return .resendOnNewConnection(delay: retryAfter ?? backoff(attempt: 1, random: random))
         }
     }
 

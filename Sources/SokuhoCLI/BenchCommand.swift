@@ -19,6 +19,9 @@ enum BenchCommand {
             OptionSpec("--connections", value: "N", help: "HTTP/2 connections (default 4)"),
             OptionSpec("--streams", value: "N", help: "cap on concurrent streams per connection (default 1000)"),
             OptionSpec("--threads", value: "N", help: "event-loop threads (default: one per core, at most the connections)"),
+            OptionSpec("--deadline", value: "SECONDS", help: "every push must be delivered within SECONDS of the start, or it ends expired (default 30)"),
+            OptionSpec("--ping-after", value: "SECONDS", help: "PING a connection with streams in flight after SECONDS without a byte from it (default 2)"),
+            OptionSpec("--ping-timeout", value: "SECONDS", help: "retire a connection whose PING is not answered within SECONDS (default 2)"),
             OptionSpec("--latency-ms", value: "N", help: "built-in simulator only: answer every push N ms late"),
             OptionSpec("--simulator-threads", value: "N", help: "built-in simulator only: its loop threads (default: one per core)"),
             OptionSpec("--target", value: "https://HOST:PORT", help: "an external HTTP/2 server instead of the built-in simulator"),
@@ -32,6 +35,10 @@ enum BenchCommand {
         Without --target, Sokuho starts its own simulator as a child process ('sokuho simulator') with
         its test key, so CPU and memory figures are the sender's only. With --target, provider tokens are
         sent only when --key, --key-id and --team-id are given.
+
+        Exit status: 0 when every push was delivered; 1 when some ended otherwise (expired, unknown,
+        failed after retries, refused); 69 when the pool stopped because the server could not be
+        reached or refused the credentials.
         """,
         run: run)
 
@@ -45,6 +52,8 @@ enum BenchCommand {
         var counters: SenderCounters
         /// CPU the built-in simulator used (nil with --target).
         var simulatorCPUSeconds: Double?
+        /// Why the pool stopped sending, if it did.
+        var haltMessage: String?
     }
 
     static func run(_ invocation: Invocation) throws(CLIError) -> ExitCode {
@@ -82,23 +91,36 @@ enum BenchCommand {
         configuration.connections = connections
         configuration.streamsPerConnection = streams
         if let threads = try invocation.int("--threads", in: 1...64) { configuration.threads = threads }
+        let deadline = try invocation.double("--deadline", in: 0.001...86_400) ?? 30
+        if let seconds = try invocation.double("--ping-after", in: 0.01...86_400) { configuration.pingAfterSilence = UInt64(seconds * 1e9) }
+        if let seconds = try invocation.double("--ping-timeout", in: 0.01...3_600) { configuration.pingTimeout = UInt64(seconds * 1e9) }
 
-        var result = measure(pushes: pushes, configuration: configuration, bundle: bundle, console: invocation.console)
+        var result = measure(pushes: pushes, configuration: configuration, bundle: bundle, deadline: UInt64(deadline * 1e9),
+                             console: invocation.console)
         if let child { result.simulatorCPUSeconds = child.stop() }
         report(result, invocation: invocation)
         let counters = result.counters
         if counters.finished != pushes {
             throw CLIError(.software, "\(pushes - counters.finished) pushes have no outcome: this is a bug")
         }
-        if counters[.authOrConnectionFailure] == pushes {
-            throw CLIError(.unavailable, "no push could be sent: the server refused the connection or the credentials")
+        if counters[.authOrConnectionFailure] > 0 {
+            let why = result.haltMessage ?? "the server refused the connection or the credentials"
+            throw CLIError(.unavailable, "\(counters[.authOrConnectionFailure]) of \(pushes) pushes could not be sent: \(why)")
+        }
+        let delivered = counters[.delivered] + counters[.deliveredAfterRetry]
+        if delivered != pushes {
+            let others = PushOutcome.allCases.filter { $0 != .delivered && $0 != .deliveredAfterRetry && counters[$0] > 0 }
+            let list = others.map { "\($0) \(counters[$0])" }.joined(separator: ", ")
+            throw CLIError(.refused, "\(pushes - delivered) of \(pushes) pushes were not delivered (\(list))")
         }
         return .success
     }
 
-    static func measure(pushes: Int, configuration: PoolConfiguration, bundle: String, console: Console) -> Result {
+    static func measure(pushes: Int, configuration: PoolConfiguration, bundle: String, deadline: UInt64, console: Console) -> Result {
+        // One deadline for the whole run, like an event's: a push not delivered by then ends expired.
         let group = PushGroup(label: "bench", headers: BenchPayload.headers(bundle: bundle),
-                              body: BenchPayload.body(timestamp: Int64(time(nil))), resendUnknown: false)
+                              body: BenchPayload.body(timestamp: Int64(time(nil))),
+                              deadline: MonotonicClock.nanoseconds() &+ deadline, resendUnknown: false)
         let pool = ConnectionPool(configuration: configuration)
         defer { pool.shutdown() }
         var template = DeviceTokenBytes(bytes: [UInt8](repeating: 0xA5, count: 32))!
@@ -127,7 +149,8 @@ enum BenchCommand {
         if console.isTerminal { console.progress("\r\u{1B}[K") }
         let (counters, latencies) = pool.statistics()
         return Result(pushes: pushes, seconds: seconds, cpuSeconds: cpu, peakRSSMB: CPUUsage.peakRSSMegabytes(),
-                      p50: latencies.percentile(0.5), p99: latencies.percentile(0.99), counters: counters)
+                      p50: latencies.percentile(0.5), p99: latencies.percentile(0.99), counters: counters,
+                      haltMessage: pool.haltMessage)
     }
 
     static func report(_ result: Result, invocation: Invocation) {
