@@ -7,7 +7,7 @@ import Glibc
 /// addresses (one that drops packets) through it.
 public typealias NameResolver = @Sendable (_ host: String, _ port: Int) throws(TransportError) -> [SocketAddress]
 
-enum NameResolution {
+public enum NameResolution {
     /// Runs `resolver` on a short-lived detached thread and hands the result to `loop`: getaddrinfo
     /// blocks for as long as the DNS server takes, and a loop thread carries every other connection
     /// of its share. A thread per lookup is cheap next to what follows it (TCP + TLS), and lookups
@@ -28,7 +28,7 @@ enum NameResolution {
 
     /// RFC 8305 §4: alternate address families, starting with the resolver's first choice, so an
     /// address family that drops packets delays the other by one head start, not by a whole timeout.
-    static func interleaved(_ addresses: [SocketAddress]) -> [SocketAddress] {
+    public static func interleaved(_ addresses: [SocketAddress]) -> [SocketAddress] {
         guard let first = addresses.first else { return [] }
         let preferred = addresses.filter { $0.family == first.family }
         let other = addresses.filter { $0.family != first.family }

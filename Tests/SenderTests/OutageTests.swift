@@ -1,0 +1,226 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Crypto
+import HTTP2
+import Sender
+import Simulator
+import Synchronization
+import Testing
+
+/// A loopback address that drops connection attempts, as a firewalled or unrouted address does:
+/// a listener whose accept queue is full and never accepted from. Linux then drops further SYNs,
+/// so a connect to it stays in progress until the caller's own timeout.
+final class BlackHole {
+    let port: Int
+    private let listener: Int32
+    private var fillers: [Int32] = []
+
+    init() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.listener = listener
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } }
+        _ = Glibc.listen(listener, 0)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        var fillers: [Int32] = []
+        // Fill the accept queue (backlog 0 still queues one or two): later SYNs are dropped.
+        for _ in 0..<4 {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, length) } }
+            fillers.append(fd)
+        }
+        self.fillers = fillers
+        usleep(100_000)
+    }
+
+    deinit {
+        for fd in fillers { close(fd) }
+        close(listener)
+    }
+
+    /// Whether a fresh connect really hangs (the premise of the tests that use this).
+    func swallowsConnects() -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        var poll = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+        return Glibc.poll(&poll, 1, 300) == 0
+    }
+}
+
+/// One fan-out through the pool against an in-process simulator, with what the tests look at.
+struct OutageRun {
+    var counters: SenderCounters
+    var seconds: Double
+    var halt: String?
+    var entries: [UInt64: [RecordingSink.Entry]]
+    var simulator: SimulatorCounters
+
+    static let startGroupHeaders: [(name: String, value: String)] = [
+        ("apns-push-type", "liveactivity"), ("apns-topic", "com.example.eew.push-type.liveactivity"), ("apns-priority", "10")]
+    static let body = Array(#"{"aps":{"timestamp":1787418004,"event":"update","content-state":{"serialNo":2}}}"#.utf8)
+
+    /// Sends `pushes` pushes; `configureSimulator`/`configurePool` set the faults and the pool.
+    static func run(pushes: Int, deadline: Double = 30, resendUnknown: Bool = false, pathPrefix: String = "/3/device/",
+                    configureSimulator: (inout SimulatorConfiguration) -> Void = { _ in },
+                    configurePool: (inout PoolConfiguration) -> Void = { _ in },
+                    whileRunning: (APNsSimulator) -> Void = { _ in }) throws -> OutageRun {
+        let certificates = PoolFaultTests.certificates
+        var configuration = SimulatorConfiguration()
+        configuration.trustedKeys = [try certificates.trustedTestKey()]
+        configuration.maximumStreams = 100
+        configuration.trackTokens = true
+        configuration.seed = 7
+        configureSimulator(&configuration)
+        let simulator = try APNsSimulator(configuration: configuration, certificates: certificates)
+        var stopped = false
+        defer { if !stopped { simulator.stop() } }
+
+        var pool = PoolConfiguration(host: "127.0.0.1", port: simulator.port, tls: try TLSConfiguration.client(caFile: certificates.ca))
+        pool.connections = 2
+        pool.threads = 1
+        pool.streamsPerConnection = 100
+        let key = try SigningKey(contentsOf: certificates.providerKey)
+        pool.providerTokens = ProviderTokenSource(signer: try ProviderTokenSigner(key: key, keyID: SimulatorCertificates.keyID,
+                                                                                  teamID: SimulatorCertificates.teamID))
+        configurePool(&pool)
+        let sink = RecordingSink()
+        let sender = ConnectionPool(configuration: pool, sink: sink)
+        defer { sender.shutdown() }
+        let start = MonotonicClock.nanoseconds()
+        let group = PushGroup(label: "outage", headers: startGroupHeaders, body: body, pathPrefix: pathPrefix,
+                              deadline: start &+ UInt64(deadline * 1e9), resendUnknown: resendUnknown)
+        sender.send((0..<pushes).map { PushJob(token: PoolFaultTests.token($0), group: group, id: UInt64($0)) })
+        whileRunning(simulator)
+        let finished = sender.waitUntilFinished(timeout: UInt64((deadline + 10) * 1e9))
+        #expect(finished, "every push must end by its deadline")
+        let seconds = Double(MonotonicClock.nanoseconds() &- start) / 1e9
+        let counters = sender.statistics().counters
+        let simulatorCounters = simulator.counters
+        simulator.stop()
+        stopped = true
+        return OutageRun(counters: counters, seconds: seconds, halt: sender.haltMessage,
+                         entries: sink.entries.withLock { $0 }, simulator: simulatorCounters)
+    }
+
+    /// One outcome per push, none missing; the simulator accepted exactly what was delivered.
+    func expectOneOutcomePerPush(_ pushes: Int, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(entries.count == pushes, sourceLocation: sourceLocation)
+        #expect(entries.values.allSatisfy { $0.count == 1 }, "a push reported twice", sourceLocation: sourceLocation)
+        #expect(counters.finished == pushes, sourceLocation: sourceLocation)
+        let delivered = counters[.delivered] + counters[.deliveredAfterRetry]
+        #expect(simulator.accepted == delivered, "simulator accepted \(simulator.accepted), pool delivered \(delivered)",
+                sourceLocation: sourceLocation)
+    }
+}
+
+/// The sender on the bad day: connections that cannot be opened, names that do not resolve for a
+/// moment, addresses that drop packets, servers that disappear, pushes whose deadline passes in a queue.
+@Suite(.serialized) struct OutageTests {
+    @Test("a push waiting for a connection that never opens ends expired at its deadline, not never")
+    func queuedPushesExpireWithoutAConnection() throws {
+        let hole = try BlackHole()
+        try #require(hole.swallowsConnects(), "premise: a connect to the full listener hangs")
+        var pool = PoolConfiguration(host: "127.0.0.1", port: hole.port, tls: try TLSConfiguration.client(caFile: PoolFaultTests.certificates.ca))
+        pool.connections = 2
+        pool.threads = 1
+        let sender = ConnectionPool(configuration: pool, sink: nil)
+        defer { sender.shutdown() }
+        let start = MonotonicClock.nanoseconds()
+        let group = PushGroup(label: "x", headers: OutageRun.startGroupHeaders, body: OutageRun.body,
+                              deadline: start + 1_000_000_000, resendUnknown: false)
+        sender.send((0..<500).map { PushJob(token: PoolFaultTests.token($0), group: group, id: UInt64($0)) })
+        #expect(sender.waitUntilFinished(timeout: 5_000_000_000))
+        let seconds = Double(MonotonicClock.nanoseconds() - start) / 1e9
+        #expect(sender.statistics().counters[.expired] == 500)
+        #expect(seconds < 2.5, "expired at the 1 s deadline, not after the 10 s connect timeout (\(seconds) s)")
+    }
+
+    @Test("a name that fails to resolve for a moment is retried with back-off, not fatal")
+    func aDNSBlipIsRetried() throws {
+        let start = MonotonicClock.nanoseconds()
+        let lookups = Atomic<Int>(0)
+        let run = try OutageRun.run(pushes: 300, configurePool: { pool in
+            pool.reconnectInitial = 300_000_000
+            pool.resolver = { host, port throws(TransportError) in
+                lookups.add(1, ordering: .relaxed)
+                // The resolver is down for the first 0.5 s (both connections' first lookups fail).
+                if MonotonicClock.nanoseconds() - start < 500_000_000 { throw .resolve(host: host, message: "Temporary failure in name resolution") }
+                return try SocketAddress.resolve(host: host, port: port)
+            }
+        })
+        run.expectOneOutcomePerPush(300)
+        #expect(run.halt == nil, "one blip must not stop the pool: \(String(describing: run.halt))")
+        #expect(run.counters[.delivered] + run.counters[.deliveredAfterRetry] == 300)
+        #expect(lookups.load(ordering: .relaxed) > 2, "the first lookups failed and were retried")
+    }
+
+    @Test("a name that never resolves still fails fast, once every connection has failed three times")
+    func aNameThatNeverResolvesFailsFast() throws {
+        let run = try OutageRun.run(pushes: 50, configurePool: { pool in
+            pool.reconnectInitial = 20_000_000
+            pool.resolver = { host, _ throws(TransportError) in throw .resolve(host: host, message: "Name or service not known") }
+        })
+        #expect(run.counters[.authOrConnectionFailure] == 50)
+        #expect(run.halt?.contains("Name or service not known") == true, "\(String(describing: run.halt))")
+        #expect(run.seconds < 5)
+    }
+
+    @Test("an address that drops packets costs its 250 ms head start, not the connect timeout (Happy Eyeballs)")
+    func happyEyeballsSkipsABlackHoledAddress() throws {
+        let hole = try BlackHole()
+        try #require(hole.swallowsConnects(), "premise: a connect to the full listener hangs")
+        let run = try OutageRun.run(pushes: 200, configurePool: { pool in
+            pool.connectTimeout = 10_000_000_000
+            let holePort = hole.port
+            pool.resolver = { _, port throws(TransportError) in
+                // The first address answers nothing (an IPv6 route that drops packets, say); the second works.
+                try SocketAddress.resolve(host: "127.0.0.1", port: holePort) + SocketAddress.resolve(host: "127.0.0.1", port: port)
+            }
+        })
+        run.expectOneOutcomePerPush(200)
+        #expect(run.counters[.delivered] == 200)
+        #expect(run.seconds < 3, "\(run.seconds) s: the second address must be tried after 250 ms, not after 10 s")
+    }
+
+    @Test("addresses are tried alternating IPv6 and IPv4, starting with the resolver's first family (RFC 8305)")
+    func addressesAreInterleavedByFamily() throws {
+        let v6 = try SocketAddress.resolve(host: "::1", port: 1) + SocketAddress.resolve(host: "::1", port: 2)
+        let v4 = try SocketAddress.resolve(host: "127.0.0.1", port: 3) + SocketAddress.resolve(host: "127.0.0.1", port: 4)
+            + SocketAddress.resolve(host: "127.0.0.1", port: 5)
+        #expect(NameResolution.interleaved(v6 + v4).map(\.description) == ["[::1]:1", "127.0.0.1:3", "[::1]:2", "127.0.0.1:4", "127.0.0.1:5"])
+        #expect(NameResolution.interleaved(v4 + v6).map(\.description) == ["127.0.0.1:3", "[::1]:1", "127.0.0.1:4", "[::1]:2", "127.0.0.1:5"])
+    }
+
+    @Test("a server that disappears mid-run: every push still ends in one outcome, by its deadline")
+    func aServerThatDisappearsMidRun() throws {
+        let run = try OutageRun.run(pushes: 20_000, deadline: 3, configureSimulator: { $0.latency = 20_000_000 },
+                                    whileRunning: { simulator in
+            usleep(300_000)
+            simulator.stop()
+        })
+        #expect(run.counters.finished == 20_000)
+        #expect(run.entries.values.allSatisfy { $0.count == 1 })
+        #expect(run.counters[.expired] + run.counters[.unknown] > 0, "\(run.counters)")
+        #expect(run.seconds < 3 + 5, "\(run.seconds) s")
+    }
+
+    @Test("a :path prefix longer than the sender's buffer is sent whole, not written past it")
+    func aLongPathPrefixIsSentWhole() throws {
+        let prefix = "/3/device/" + String(repeating: "a", count: 600) + "/"
+        let run = try OutageRun.run(pushes: 20, pathPrefix: prefix)
+        // The simulator refuses the odd path (400 BadDeviceToken or 404 BadPath): one outcome each, no crash.
+        #expect(run.counters.finished == 20)
+        #expect(run.counters[.requestBug] + run.counters[.tokenDead] == 20, "\(run.counters)")
+    }
+}
