@@ -27,7 +27,8 @@ let package = Package(
         // HTTP/2 framing on nghttp2.
         .target(name: "HTTP2", dependencies: ["CNghttp2", "CSystem", "CMbedTLS", "Crypto"]),
         // The LMDB token store.
-        .target(name: "TokenStore", dependencies: ["CLMDB", "JSONCore"]),
+        // APNs: for DeviceToken.maximumByteCount, the one bound on a token's length.
+        .target(name: "TokenStore", dependencies: ["CLMDB", "JSONCore", "APNs"]),
         // The command line: one table-driven parser, one file per sub-command.
         .target(name: "SokuhoCLI", dependencies: ["JSONCore", "APNs", "Crypto", "HTTP2", "Sender", "Simulator", "TokenStore"]),
         // The sending engine: connection pool, push jobs, retries, outcomes.

@@ -5,8 +5,13 @@
 ///
 /// `description` is the redacted form: interpolating a token into a log line never prints it whole.
 public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
-    /// 512 hex digits (256 bytes): eight times today's tokens, far below the 8 KB header-list limit.
-    public static let maximumHexDigits = 512
+    /// The one bound on a token's length, for every parser and store in Sokuho: 100 bytes, three
+    /// times today's 32-byte tokens (Apple says not to assume a length), far below the 8 KB
+    /// header-list limit, and what the sender's inline `DeviceTokenBytes` holds without a heap
+    /// allocation on the hot path. One bound, so a token `send` takes is one the store takes too.
+    public static let maximumByteCount = 100
+    /// `maximumByteCount` in hex digits.
+    public static let maximumHexDigits = 2 * maximumByteCount
 
     /// The token in lower-case hex.
     public let hex: String
@@ -20,7 +25,7 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
                                   reason: .badDeviceToken)
         }
         guard count <= DeviceToken.maximumHexDigits else {
-            throw ValidationError(field: "device token", "has \(count) hex digits; at most \(DeviceToken.maximumHexDigits) are accepted",
+            throw ValidationError(field: "device token", "has \(count) hex digits (\(count / 2) bytes); a token has at most \(DeviceToken.maximumByteCount) bytes (\(DeviceToken.maximumHexDigits) hex digits)",
                                   reason: .badDeviceToken)
         }
         hex = text.lowercased()

@@ -63,7 +63,7 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
 
     /// Sends `response` on `streamID`, after `delay` nanoseconds if given.
     public func respond(streamID: Int32, _ response: ServerResponse, delay: UInt64 = 0) {
-        guard !closed, !dropping else { return }
+        guard !closed, !dropping, !stalled else { return }
         if delay > 0 {
             delayed.append((MonotonicClock.nanoseconds() &+ delay, streamID, response))
             return
@@ -91,13 +91,19 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
     }
 
     /// Sends GOAWAY naming `lastStreamID` with APNs' JSON `{"reason":…}` as debug data; the connection
-    /// closes once the streams at or below it are answered.
+    /// closes once the streams at or below it are answered. `reason` is put in unescaped: meant for
+    /// APNs reason names (letters only); arbitrary text goes through `goAway(lastStreamID:errorCode:debugData:)`.
     public func goAway(lastStreamID: Int32, errorCode: UInt32 = 0, reason: String?) {
-        guard let session, !closed, !goingAway else { return }
+        goAway(lastStreamID: lastStreamID, errorCode: errorCode, debugData: reason.map { Array("{\"reason\":\"\($0)\"}".utf8) } ?? [])
+    }
+
+    /// Sends GOAWAY naming `lastStreamID` with `debugData` as given (the caller encodes it, so this
+    /// module needs no JSON writer); the connection closes once the streams at or below it are answered.
+    public func goAway(lastStreamID: Int32, errorCode: UInt32 = 0, debugData: [UInt8]) {
+        guard let session, !closed, !goingAway, !stalled else { return }
         goingAway = true
         goAwayLastStreamID = lastStreamID
-        let debug = reason.map { Array("{\"reason\":\"\($0)\"}".utf8) } ?? []
-        nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, errorCode, debug, debug.count)
+        nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, errorCode, debugData, debugData.count)
     }
 
     /// Drops the TCP connection without GOAWAY: every request in flight has an unknown outcome.
@@ -121,6 +127,20 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
 
     private var dropping = false
 
+    /// Goes silent, like a peer whose process hangs or a middlebox that black-holes one direction:
+    /// from now on nothing more is written — no answers (also none held back by a delay, and none
+    /// queued but not yet written), no PING or SETTINGS ACKs, no WINDOW_UPDATE — and incoming bytes
+    /// are read and thrown away, so the client's writes never block. The socket stays open until the
+    /// client closes it (or the server stops): the client has to notice by itself, e.g. by PING.
+    public func stall() {
+        guard !closed else { return }
+        stalled = true
+        delayed.removeAll()
+        delayedHead = 0
+    }
+
+    private var stalled = false
+
     /// Announces a new SETTINGS_MAX_CONCURRENT_STREAMS.
     public func setMaximumStreams(_ value: UInt32) {
         guard let session, !closed else { return }
@@ -132,6 +152,8 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
 
     public func prepare(now: UInt64) -> Bool {
         guard !closed else { return false }
+        // Silent: never write, and never close on our own (nghttp2 may think it is done).
+        if stalled { return false }
         while delayedHead < delayed.count, delayed[delayedHead].due <= now {
             let item = delayed[delayedHead]
             delayedHead += 1
@@ -169,8 +191,9 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
             }
             if !handshakeDone { return }
         }
+        if stalled { discardAvailable(); return }
         readAvailable()
-        if !closed { flush() }
+        if !closed, !stalled { flush() }
     }
 
     /// The next delayed response is due: the loop must not sleep past it.
@@ -195,13 +218,26 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
 
     private func readAvailable() {
         guard let session else { return }
-        while !closed {
+        while !closed, !stalled {  // a stall stops the decoding: what follows is read raw and dropped
             switch tls.read(into: input, capacity: inputCapacity) {
             case let .bytes(count):
                 if nghttp2_session_mem_recv(session, input, count) < 0 { finish(); return }
             case .wouldBlock: return
             case .closed, .failed: finish(); return
             }
+        }
+    }
+
+    /// A stalled connection still drains its socket (epoll is level-triggered, and a full receive
+    /// buffer would block the client's writes), closing only when the client does. The bytes are
+    /// not decrypted: decrypting could make TLS want to write, and a silent peer writes nothing.
+    private func discardAvailable() {
+        while !closed {
+            let count = recv(tls.fileDescriptor, input, inputCapacity, Int32(MSG_DONTWAIT))
+            if count > 0 { continue }
+            if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) { return }
+            finish()  // 0: the client closed; < 0: the connection failed
+            return
         }
     }
 
@@ -275,7 +311,7 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
     }
 
     fileprivate func onRequestComplete(streamID: Int32) {
-        guard let request = partial.removeValue(forKey: streamID), !dropping else { return }
+        guard let request = partial.removeValue(forKey: streamID), !dropping, !stalled else { return }
         if streamID > goAwayLastStreamID {
             reset(streamID: streamID, errorCode: UInt32(NGHTTP2_REFUSED_STREAM.rawValue))
             return

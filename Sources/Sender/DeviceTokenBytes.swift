@@ -1,7 +1,10 @@
+import APNs
+
 /// A device token's raw bytes stored inline (no heap), up to `capacity` bytes. APNs tokens are 32
-/// bytes today, but Apple says not to assume a length, so this holds up to 100.
+/// bytes today, but Apple says not to assume a length, so this holds as many as any token Sokuho
+/// accepts (`DeviceToken.maximumByteCount`); the 13-word storage below fits 104.
 public struct DeviceTokenBytes: Sendable, Equatable {
-    public static let capacity = 100
+    public static let capacity = DeviceToken.maximumByteCount
     private var storage: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) =
         (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
     public private(set) var count: UInt8 = 0

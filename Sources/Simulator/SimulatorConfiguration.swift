@@ -20,10 +20,20 @@ public struct SimulatorConfiguration: Sendable {
     /// Every this many device-push requests (counted over all connections), send GOAWAY naming that
     /// request's stream on its connection (0: never).
     public var goAwayAfter = 0
+    /// The reason put in the `goAwayAfter` GOAWAY's debug data as `{"reason":"…"}` (JSON-escaped),
+    /// the way APNs explains a GOAWAY; nil sends the GOAWAY without debug data.
+    public var goAwayReason: String?
     /// Every this many device-push requests (counted over all connections), drop that request's
     /// connection without GOAWAY: answers already sent are kept, that request and everything after
     /// it on the connection are never answered (0: never).
     public var resetAfter = 0
+    /// The connection that takes this device-push request (counted over all connections, like
+    /// `goAwayAfter`; once, not every Nth) goes silent: that request and every later one on it get no
+    /// answer, and it sends nothing more — no PING or SETTINGS ACKs, no WINDOW_UPDATE — while the TCP
+    /// connection stays open until the client closes it. Other connections are unaffected (0: never).
+    public var stallAfter = 0
+    /// Where TooManyProviderTokenUpdates is counted (see `ProviderTokenScope`).
+    public var tokenScope = ProviderTokenScope.connection
     /// SETTINGS_MAX_CONCURRENT_STREAMS once a connection's first push was accepted.
     public var maximumStreams: UInt32 = 1000
     /// Like APNs with token auth: one stream until the first accepted push.
@@ -40,4 +50,15 @@ public struct SimulatorConfiguration: Sendable {
     public var sendsUniqueID = true
 
     public init() {}
+}
+
+/// Where the simulator counts provider-token changes for the 20-minute rule (TooManyProviderTokenUpdates).
+public enum ProviderTokenScope: String, Sendable, CaseIterable {
+    /// Per connection: a connection may not switch to another token within 20 minutes of starting
+    /// to use its current one.
+    case connection
+    /// Per (team, key ID), over every connection of the simulator: the first token seen for a key
+    /// is free, a new token is a change, and a change within 20 minutes of the previous change is
+    /// refused — what several sender processes that each sign their own token run into.
+    case key
 }

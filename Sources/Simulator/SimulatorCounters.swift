@@ -8,6 +8,8 @@ public struct SimulatorCounters: Sendable, Equatable {
     public var connections = 0
     public var goAwaysSent = 0
     public var connectionsDropped = 0
+    /// Connections silenced by `stallAfter`.
+    public var connectionsStalled = 0
     /// Accepted pushes per token (only with `trackTokens`).
     public var acceptedPerToken: [String: Int] = [:]
 

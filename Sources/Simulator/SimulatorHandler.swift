@@ -20,6 +20,8 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
     private var validations = ValidationCache()
     let shared: SimulatorShared
     private var log: PushLog? { shared.log }
+    /// `{"reason":…}` of `goAwayReason`, encoded once (empty: no reason given).
+    private let goAwayDebugData: [UInt8]
     /// Which server (device or management) each connection came in on.
     var managementConnections = Set<ObjectIdentifier>()
 
@@ -31,6 +33,11 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
 
     init(configuration: SimulatorConfiguration, shared: SimulatorShared) {
         self.configuration = configuration
+        goAwayDebugData = configuration.goAwayReason.map { reason in
+            var writer = JSONWriter()
+            writer.beginObject(); writer.key("reason"); writer.string(reason); writer.endObject()
+            return writer.bytes
+        } ?? []
         self.shared = shared
         verifier = ProviderTokenVerifier(trusting: configuration.trustedKeys)
         uuids = FastRandom(seed: configuration.seed != 0 ? configuration.seed : RandomSource.shared.next())
@@ -69,6 +76,11 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
         if configuration.resetAfter > 0 && !isManagement && pushRequests % configuration.resetAfter == 0 {
             shared.counters.withLock { $0.connectionsDropped += 1 }
             connection.drop()
+            return
+        }
+        if configuration.stallAfter > 0 && !isManagement && pushRequests == configuration.stallAfter {
+            shared.counters.withLock { $0.connectionsStalled += 1 }
+            connection.stall()
             return
         }
         do throws(RequestRules.Refusal) {
@@ -119,7 +131,7 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
         }
         if configuration.goAwayAfter > 0 && !isManagement && pushRequests % configuration.goAwayAfter == 0 {
             shared.counters.withLock { $0.goAwaysSent += 1 }
-            connection.goAway(lastStreamID: request.streamID, reason: nil)
+            connection.goAway(lastStreamID: request.streamID, debugData: goAwayDebugData)
         }
     }
 
@@ -135,7 +147,25 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
         } catch {
             throw RequestRules.Refusal(reason: Reason(error.apnsReason), detail: error.description)
         }
-        try state.credentials.admit(verified, jwt: authorization ?? "", now: SystemClock.seconds())
+        let jwt = authorization ?? "", now = SystemClock.seconds()
+        switch configuration.tokenScope {
+        case .connection:
+            try state.credentials.admit(verified, jwt: jwt, now: now)
+        case .key:
+            // The lock is taken only when this connection presents a token other than its own
+            // current one (its first request, or a switch): the common request skips it.
+            if state.credentials.jwt != jwt {
+                try state.credentials.check(verified, jwt: jwt, now: now, limitSwitches: false)
+                let refusal = shared.keyTokens.withLock { updates -> RequestRules.Refusal? in
+                    do throws(RequestRules.Refusal) {
+                        try updates.admit(teamID: verified.teamID, keyID: verified.keyID, jwt: jwt, now: now)
+                        return nil
+                    } catch { return error }
+                }
+                if let refusal { throw refusal }
+                state.credentials.adopt(verified, jwt: jwt, now: now)
+            }
+        }
     }
 
     private func injectFault() throws(RequestRules.Refusal) {

@@ -8,6 +8,8 @@ final class SimulatorShared: Sendable {
     let channels = Mutex<[String: [String: Int]]>([:])
     /// Device-push and broadcast requests over all connections and threads.
     let pushRequests = Atomic<Int>(0)
+    /// Provider-token changes per signing key, with `ProviderTokenScope.key`.
+    let keyTokens = Mutex(KeyTokenUpdates())
     let log: PushLog?
 
     init(log: PushLog?) { self.log = log }

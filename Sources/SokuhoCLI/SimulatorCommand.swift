@@ -24,7 +24,10 @@ enum SimulatorCommand {
             OptionSpec("--latency-ms", value: "N", help: "answer every push N ms late"),
             OptionSpec("--fail", value: "REASON=FRACTION", help: "answer REASON for that fraction of valid pushes, e.g. InternalServerError=0.01", repeatable: true),
             OptionSpec("--goaway-after", value: "N", help: "every Nth push request (over all connections): GOAWAY on its connection"),
+            OptionSpec("--goaway-reason", value: "TEXT", help: "put {\"reason\":\"TEXT\"} in the --goaway-after GOAWAY's debug data (default: no debug data)"),
             OptionSpec("--reset-after", value: "N", help: "every Nth push request: drop its connection without GOAWAY (in-flight pushes get no answer)"),
+            OptionSpec("--stall-after", value: "N", help: "the Nth push request (over all connections, once): its connection goes silent — no answers, PING or SETTINGS ACKs, WINDOW_UPDATEs — and stays open until the client closes it"),
+            OptionSpec("--token-scope", value: "key|connection", help: "where TooManyProviderTokenUpdates is counted: per connection (default), or per team and key ID over all connections (a new token within 20 minutes of the key's previous new token is refused)"),
             OptionSpec("--max-streams", value: "N", help: "SETTINGS_MAX_CONCURRENT_STREAMS after the first accepted push (default 1000)"),
             OptionSpec("--unregistered", value: "HEX", help: "answer 410 Unregistered for this token", repeatable: true),
             OptionSpec("--log", value: "FILE", help: "append one JSON line per accepted push (path, headers without authorization, body)"),
@@ -47,6 +50,15 @@ enum SimulatorCommand {
         configuration.latency = UInt64(try invocation.int("--latency-ms", in: 0...600_000) ?? 0) * 1_000_000
         configuration.goAwayAfter = try invocation.int("--goaway-after", in: 1...Int(Int32.max)) ?? 0
         configuration.resetAfter = try invocation.int("--reset-after", in: 1...Int(Int32.max)) ?? 0
+        configuration.stallAfter = try invocation.int("--stall-after", in: 1...Int(Int32.max)) ?? 0
+        configuration.goAwayReason = invocation.string("--goaway-reason")
+        if configuration.goAwayReason != nil && configuration.goAwayAfter == 0 {
+            // The reason only travels on --goaway-after's GOAWAY: alone it would silently do nothing.
+            throw .usage("--goaway-reason needs --goaway-after")
+        }
+        if let scope = try invocation.choice("--token-scope", ProviderTokenScope.allCases.map(\.rawValue)) {
+            configuration.tokenScope = ProviderTokenScope(rawValue: scope)!
+        }
         configuration.maximumStreams = UInt32(try invocation.int("--max-streams", in: 1...100_000) ?? 1000)
         configuration.bundles = Set(invocation.strings("--bundle"))
         configuration.logPath = invocation.string("--log")
@@ -111,7 +123,7 @@ enum SimulatorCommand {
         simulator.stop()
         let counters = simulator.counters
         let rejected = counters.rejected.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-        invocation.console.error("simulator: accepted \(counters.accepted), rejected \(counters.rejectedTotal)\(rejected.isEmpty ? "" : " (\(rejected))"), connections \(counters.connections), channel requests \(counters.channelRequests)")
+        invocation.console.error("simulator: accepted \(counters.accepted), rejected \(counters.rejectedTotal)\(rejected.isEmpty ? "" : " (\(rejected))"), connections \(counters.connections)\(counters.connectionsStalled > 0 ? " (\(counters.connectionsStalled) stalled)" : ""), channel requests \(counters.channelRequests)")
         return .success
     }
 }

@@ -1,10 +1,13 @@
+import APNs
+
 /// Bounds on stored names and tokens, checked before anything is written. They keep every key
 /// under LMDB's 511-byte key limit and catch garbage early with a message naming the field.
 public enum StoreLimits {
     /// App bundle ids, topic names, installation ids, channel names, event keys: 1...200 bytes.
     public static let maximumNameBytes = 200
-    /// Device tokens are 32 bytes today; Apple says not to assume a length. 8...200 bytes.
-    public static let tokenBytes = 8...200
+    /// Device tokens are 32 bytes today; Apple says not to assume a length. At least 8 bytes
+    /// (shorter is garbage, not a token) and at most the one bound every parser shares.
+    public static let tokenBytes = 8...DeviceToken.maximumByteCount
     /// An installation follows at most this many topics.
     public static let maximumTopics = 1000
     /// A Live Activity runs at most 8 hours (then iOS ends it), so its record lives no longer.

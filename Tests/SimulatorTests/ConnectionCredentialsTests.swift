@@ -59,3 +59,40 @@ import Testing
                 == .invalidProviderToken)
     }
 }
+
+/// The 20-minute rule counted per signing key over all connections (`ProviderTokenScope.key`),
+/// with the clock passed in.
+@Suite struct KeyTokenUpdatesTests {
+    let now: Int64 = 1_700_000_000
+
+    func admit(_ updates: inout KeyTokenUpdates, _ jwt: String, keyID: String = "KEYAAAAAAA", at time: Int64) -> Reason? {
+        do throws(RequestRules.Refusal) {
+            try updates.admit(teamID: "TEAMAAAAAA", keyID: keyID, jwt: jwt, now: time)
+            return nil
+        } catch { return error.reason }
+    }
+
+    @Test("the first token of a key is free, the first new token is allowed, a second new token within 20 minutes of that change is refused")
+    func secondChangeWithinTwentyMinutesIsRefused() {
+        var updates = KeyTokenUpdates()
+        #expect(admit(&updates, "A", at: now) == nil)
+        #expect(admit(&updates, "B", at: now + 1) == nil)
+        #expect(admit(&updates, "C", at: now + 2) == .tooManyProviderTokenUpdates)
+        // The refused token was not remembered: it is still a change at the next attempt.
+        #expect(admit(&updates, "C", at: now + 1 + 20 * 60 - 1) == .tooManyProviderTokenUpdates)
+        #expect(admit(&updates, "C", at: now + 1 + 20 * 60) == nil)
+        #expect(admit(&updates, "D", at: now + 1 + 20 * 60 + 1) == .tooManyProviderTokenUpdates)
+    }
+
+    @Test("a token already admitted for the key may be presented again, and other keys are counted apart")
+    func knownTokensAndOtherKeysAreNotChanges() {
+        var updates = KeyTokenUpdates()
+        #expect(admit(&updates, "A", at: now) == nil)
+        #expect(admit(&updates, "B", at: now + 1) == nil)
+        #expect(admit(&updates, "A", at: now + 2) == nil)
+        #expect(admit(&updates, "B", at: now + 3) == nil)
+        #expect(admit(&updates, "X", keyID: "KEYBBBBBBB", at: now + 4) == nil)
+        #expect(admit(&updates, "Y", keyID: "KEYBBBBBBB", at: now + 5) == nil)
+        #expect(admit(&updates, "Z", keyID: "KEYBBBBBBB", at: now + 6) == .tooManyProviderTokenUpdates)
+    }
+}

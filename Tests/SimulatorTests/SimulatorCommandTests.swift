@@ -9,12 +9,22 @@ import Testing
         (["--unregistered", "not-hex"], "--unregistered"),
         (["--unregistered", String(repeating: "ab", count: 31) + "zz"], "'z' at byte 63"),
         (["--port", "70000"], "--port"),
+        (["--stall-after", "0"], "--stall-after"),
+        (["--token-scope", "team"], "--token-scope"),
     ])
     func invalidOptionValuesAre65(arguments: [String], option: String) {
         let run = sokuho(["simulator"] + arguments)
         #expect(run.code == .dataError, "\(run)")
         #expect(run.err.contains(option), "\(run)")
         #expect(!run.err.contains("abababababab"), "a device token is never quoted whole: \(run)")
+        #expect(run.out.isEmpty)
+    }
+
+    @Test("--goaway-reason without --goaway-after is a usage error: alone it would change nothing")
+    func aGoAwayReasonWithoutGoAwayIs64() {
+        let run = sokuho(["simulator", "--goaway-reason", "Shutdown"])
+        #expect(run.code == .usage, "\(run)")
+        #expect(run.err.contains("--goaway-reason needs --goaway-after"), "\(run)")
         #expect(run.out.isEmpty)
     }
 
