@@ -67,16 +67,18 @@ enum ChannelsCommand {
         }
         let headers = rawHeaders.map { HeaderField($0.name, $0.value) }
         let response = Response(status: status, headers: headers, body: body)
+        // APNs answers a delete of a channel that is already gone with 404 BadPath (APNS.md §9.2):
+        // the channel is gone either way, so a retried or repeated delete succeeds (exit 0).
+        if case let .delete(id) = operation, !(200..<300).contains(status), ChannelManagementResponse.deleteSucceeded(response) {
+            invocation.console.print(invocation.flag("--json") ? "{\"deleted\":\(JSONWriter.quoted(id.text)),\"alreadyDeleted\":true}" : "deleted \(id.text)")
+            invocation.console.error("\(invocation.commandPath): \(id.text) was already deleted (\(status) BadPath)")
+            return .success
+        }
         guard (200..<300).contains(status) else {
             if invocation.flag("--json") {
                 SendCommand.report(response, invocation: invocation)
             } else {
-                // APNs answers a delete of an unknown channel with 404 BadPath (APNS.md §9.2): say what it means.
-                var detail = RefusalMessage.text(response)
-                if case .delete = operation, ChannelManagementResponse.deleteSucceeded(response) {
-                    detail = "\(status) BadPath: no such channel (already deleted?); see 'sokuho channels list'"
-                }
-                invocation.console.error("\(invocation.commandPath): APNs refused: \(detail)")
+                invocation.console.error("\(invocation.commandPath): APNs refused: \(RefusalMessage.text(response))")
             }
             return .refused
         }

@@ -156,8 +156,13 @@ enum SendCommand {
         } ?? APNsID.random()
 
         if let channel {
-            for option in ["--collapse-id", "--push-type"] where invocation.string(option) != nil {
-                throw .usage("\(option) does not apply to a broadcast (--channel): broadcasts are always liveactivity and cannot collapse")
+            // A flag that restates what --channel implies (curl-style `--push-type liveactivity`) is
+            // accepted; only one that contradicts it is an error, so nothing is silently dropped.
+            if let text = invocation.string("--push-type"), pushType != .liveactivity {
+                throw .usage("--push-type \(text) contradicts --channel: a broadcast is always liveactivity (leave --push-type out or give liveactivity)")
+            }
+            if invocation.string("--collapse-id") != nil {
+                throw .usage("--collapse-id does not apply to a broadcast (--channel): broadcasts cannot collapse")
             }
             let channelID: ChannelID
             channelID = try option("--channel") { () throws(ValidationError) in try ChannelID(channel) }

@@ -49,3 +49,27 @@ import Testing
         }
     }
 }
+
+/// `send --channel` with flags that restate or contradict what a broadcast implies.
+@Suite struct BroadcastRestatedFlagTests {
+    let dir = temporaryDirectory()
+    var state: String { writeFile(dir, "state.json", #"{"intensity":4}"#) }
+
+    @Test("--push-type liveactivity restates what --channel implies and is accepted; another push type or --collapse-id contradicts it: 64")
+    func restatingIsAcceptedContradictingIsAUsageError() throws {
+        try withSimulator { sim in
+            let channel = sim.run(["channels", "create"]).line
+            for spelling in ["liveactivity", "LiveActivity"] {
+                let restated = sim.run(["send", "--channel", channel, "--event", "update", "--content-state", state, "--push-type", spelling])
+                #expect(restated.code == .success, "\(restated)")
+            }
+            let contradicted = sim.run(["send", "--channel", channel, "--event", "update", "--content-state", state, "--push-type", "alert"])
+            #expect(contradicted.code == .usage, "\(contradicted)")
+            #expect(contradicted.err.contains("--push-type alert contradicts --channel"), "\(contradicted)")
+            let collapsed = sim.run(["send", "--channel", channel, "--event", "update", "--content-state", state, "--collapse-id", "q"])
+            #expect(collapsed.code == .usage, "\(collapsed)")
+            #expect(collapsed.err.contains("--collapse-id does not apply to a broadcast"), "\(collapsed)")
+            #expect(sim.counters.accepted == 2)
+        }
+    }
+}

@@ -26,13 +26,18 @@ import Testing
             let delete = sim.run(["channels", "delete", "--channel", one])
             #expect(delete.code == .success, "\(delete)")
             #expect(delete.line == "deleted \(one)")
+            // Deleting it again finds it gone (404 BadPath): the channel is deleted either way, so exit 0.
             let again = sim.run(["channels", "delete", "--channel", one])
-            #expect(again.code == .refused, "\(again)")
-            #expect(again.err.contains("404 BadPath: no such channel"), "\(again)")
+            #expect(again.code == .success, "\(again)")
+            #expect(again.line == "deleted \(one)")
+            #expect(again.err.contains("already deleted (404 BadPath)"), "\(again)")
+            let againJSON = sim.run(["channels", "delete", "--channel", one, "--json"])
+            #expect(againJSON.code == .success, "\(againJSON)")
+            #expect(againJSON.line == "{\"deleted\":\"\(one)\",\"alreadyDeleted\":true}")
 
             let listJSON = sim.run(["channels", "list", "--json"])
             #expect(listJSON.line == "{\"channels\":[\"\(two)\"]}")
-            #expect(sim.counters.channelRequests == 8)
+            #expect(sim.counters.channelRequests == 9)
         }
     }
 

@@ -154,7 +154,7 @@ import Testing
     @Test func anInvalidOperationFailsItsCallerBeforeAnythingIsQueued() throws {
         let fixture = StoreFixture()
         let store = try fixture.open()
-        #expect(throws: StoreError.invalid("token is 3 bytes; a token has 8...200 bytes (16...400 hex digits)")) {
+        #expect(throws: StoreError.invalid("token is 3 bytes; a token has 8...100 bytes (16...200 hex digits)")) {
             try store.write([.register(registration("install-1", [1, 2, 3]), at: 0)])
         }
         #expect(throws: StoreError.invalid("topic 'a' is listed twice")) {
