@@ -32,6 +32,9 @@ public struct SimulatorConfiguration: Sendable {
     /// answer, and it sends nothing more — no PING or SETTINGS ACKs, no WINDOW_UPDATE — while the TCP
     /// connection stays open until the client closes it. Other connections are unaffected (0: never).
     public var stallAfter = 0
+    /// `Retry-After` (seconds) on every 429 and 503 answer. Whether APNs sends one is not documented
+    /// (APNS.md §11, open question 6): tests run the sender with it and without it (nil).
+    public var retryAfterSeconds: Int?
     /// Where TooManyProviderTokenUpdates is counted (see `ProviderTokenScope`).
     public var tokenScope = ProviderTokenScope.connection
     /// SETTINGS_MAX_CONCURRENT_STREAMS once a connection's first push was accepted.

@@ -239,6 +239,9 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
         writer.endObject()
         shared.counters.withLock { $0.rejected[refusal.reason.name, default: 0] += 1 }
         var headers: [(name: String, value: String)] = [("content-type", "application/json")]
+        if let seconds = configuration.retryAfterSeconds, refusal.reason.status == 429 || refusal.reason.status == 503 {
+            headers.append(("retry-after", String(seconds)))
+        }
         if withRequestID {
             headers += requestIDHeader(request)
         } else if let apnsID = request.header(HeaderName.apnsID) {

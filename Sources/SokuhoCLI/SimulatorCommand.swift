@@ -24,6 +24,7 @@ enum SimulatorCommand {
             OptionSpec("--latency-ms", value: "N", help: "answer every push N ms late"),
             OptionSpec("--fail", value: "REASON=FRACTION", help: "answer REASON for that fraction of valid pushes, e.g. InternalServerError=0.01", repeatable: true),
             OptionSpec("--goaway-after", value: "N", help: "every Nth push request (over all connections): GOAWAY on its connection"),
+            OptionSpec("--retry-after", value: "SECONDS", help: "send Retry-After: SECONDS with every 429 and 503 (APNs does not document one)"),
             OptionSpec("--goaway-reason", value: "TEXT", help: "put {\"reason\":\"TEXT\"} in the --goaway-after GOAWAY's debug data (default: no debug data)"),
             OptionSpec("--reset-after", value: "N", help: "every Nth push request: drop its connection without GOAWAY (in-flight pushes get no answer)"),
             OptionSpec("--stall-after", value: "N", help: "the Nth push request (over all connections, once): its connection goes silent — no answers, PING or SETTINGS ACKs, WINDOW_UPDATEs — and stays open until the client closes it"),
@@ -52,6 +53,7 @@ enum SimulatorCommand {
         configuration.resetAfter = try invocation.int("--reset-after", in: 1...Int(Int32.max)) ?? 0
         configuration.stallAfter = try invocation.int("--stall-after", in: 1...Int(Int32.max)) ?? 0
         configuration.goAwayReason = invocation.string("--goaway-reason")
+        configuration.retryAfterSeconds = try invocation.int("--retry-after", in: 0...86_400)
         if configuration.goAwayReason != nil && configuration.goAwayAfter == 0 {
             // The reason only travels on --goaway-after's GOAWAY: alone it would silently do nothing.
             throw .usage("--goaway-reason needs --goaway-after")

@@ -128,6 +128,76 @@ struct OutageRun {
     }
 }
 
+/// Records when each push finished, relative to a start.
+final class TimedSink: PushOutcomeSink, @unchecked Sendable {
+    let start = MonotonicClock.nanoseconds()
+    let finished = Mutex<[(outcome: PushOutcome, seconds: Double)]>([])
+    func pushCompleted(_ push: CompletedPush) {
+        let seconds = Double(MonotonicClock.nanoseconds() - start) / 1e9
+        finished.withLock { $0.append((push.outcome, seconds)) }
+    }
+}
+
+/// 429 and 503: seconds of back-off, or the server's Retry-After when it sends one (APNs does not
+/// document one, APNS.md §11 question 6, so both answers are tested), and only for the push refused.
+@Suite(.serialized) struct RetryAfterTests {
+    func run(retryAfter: Int?, deadline: Double = 30) throws -> (TimedSink, SenderCounters) {
+        let sink = TimedSink()
+        let certificates = PoolFaultTests.certificates
+        var configuration = SimulatorConfiguration()
+        configuration.trustedKeys = [try certificates.trustedTestKey()]
+        configuration.faults = [("TooManyRequests", 0.02), ("ServiceUnavailable", 0.01)]
+        configuration.retryAfterSeconds = retryAfter
+        configuration.seed = 11
+        let simulator = try APNsSimulator(configuration: configuration, certificates: certificates)
+        defer { simulator.stop() }
+        var pool = PoolConfiguration(host: "127.0.0.1", port: simulator.port, tls: try TLSConfiguration.client(caFile: certificates.ca))
+        pool.connections = 2
+        pool.threads = 1
+        let key = try SigningKey(contentsOf: certificates.providerKey)
+        pool.providerTokens = ProviderTokenSource(signer: try ProviderTokenSigner(key: key, keyID: SimulatorCertificates.keyID,
+                                                                                  teamID: SimulatorCertificates.teamID))
+        let sender = ConnectionPool(configuration: pool, sink: sink)
+        defer { sender.shutdown() }
+        let group = PushGroup(label: "retry", headers: OutageRun.startGroupHeaders, body: OutageRun.body,
+                              deadline: sink.start + UInt64(deadline * 1e9), resendUnknown: false)
+        sender.send((0..<2_000).map { PushJob(token: PoolFaultTests.token($0), group: group, id: UInt64($0)) })
+        #expect(sender.waitUntilFinished(timeout: UInt64((deadline + 10) * 1e9)))
+        return (sink, sender.statistics().counters)
+    }
+
+    @Test("with Retry-After, a refused push waits that long; the others are not slowed")
+    func retryAfterIsHonoured() throws {
+        let (sink, counters) = try run(retryAfter: 2)
+        let finished = sink.finished.withLock { $0 }
+        #expect(finished.count == 2_000)
+        #expect(counters[.delivered] + counters[.deliveredAfterRetry] == 2_000, "\(counters)")
+        #expect(counters[.deliveredAfterRetry] > 0 && counters.retries > 0)
+        let retried = finished.filter { $0.outcome == .deliveredAfterRetry }.map(\.seconds)
+        let firstTime = finished.filter { $0.outcome == .delivered }.map(\.seconds)
+        #expect(retried.allSatisfy { $0 >= 2 }, "a retried push came back before its Retry-After: \(retried.min() ?? 0) s")
+        #expect((firstTime.max() ?? 99) < 1.5, "a 429 for one token slowed the others: last first-time delivery at \(firstTime.max() ?? 0) s")
+    }
+
+    @Test("without Retry-After, retries back off in seconds (0.5–1 s first), within the deadline")
+    func backOffIsInSeconds() throws {
+        let (sink, counters) = try run(retryAfter: nil)
+        let finished = sink.finished.withLock { $0 }
+        #expect(counters[.delivered] + counters[.deliveredAfterRetry] == 2_000, "\(counters)")
+        let retried = finished.filter { $0.outcome == .deliveredAfterRetry }.map(\.seconds)
+        #expect(!retried.isEmpty && retried.allSatisfy { $0 >= 0.5 }, "first retry sooner than 0.5 s: \(retried.min() ?? 0) s")
+    }
+
+    @Test("a Retry-After beyond the push's deadline ends it expired at once instead of holding it")
+    func retryAfterBeyondTheDeadlineExpires() throws {
+        let (sink, counters) = try run(retryAfter: 60, deadline: 3)
+        let finished = sink.finished.withLock { $0 }
+        #expect(counters.finished == 2_000)
+        #expect(counters[.expired] > 0 && counters[.expired] + counters[.delivered] == 2_000, "\(counters)")
+        #expect((finished.map(\.seconds).max() ?? 99) < 2, "expired pushes were held instead of ended")
+    }
+}
+
 /// The sender on the bad day: connections that cannot be opened, names that do not resolve for a
 /// moment, addresses that drop packets, servers that disappear, pushes whose deadline passes in a queue.
 @Suite(.serialized) struct OutageTests {
