@@ -1,0 +1,64 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Crypto
+import HTTP2
+import JSONCore
+import Simulator
+import SokuhoCLI
+import Synchronization
+import Testing
+
+/// `sokuho bench` as a script sees it: its exit status says whether every push was delivered, and
+/// it ends by its deadline whatever the server does.
+@Suite(.serialized) struct BenchCommandTests {
+    func bench(_ simulator: RunningSimulator, _ extra: [String]) -> CLIRun {
+        sokuho(["bench", "--target", "https://127.0.0.1:\(simulator.port)", "--ca-file", simulator.certificates.ca,
+                "--key", simulator.certificates.providerKey, "--key-id", SimulatorCertificates.keyID,
+                "--team-id", SimulatorCertificates.teamID, "--connections", "2", "--streams", "100", "--json"] + extra)
+    }
+
+    func outcomes(_ run: CLIRun) -> [String: Int] {
+        guard let report = try? JSONParser.parse(Array(run.line.utf8)), let outcomes = report["outcomes"]?.objectMembers else { return [:] }
+        var out: [String: Int] = [:]
+        for (key, value) in outcomes { out[key] = value.int64Value.map { Int($0) } }
+        return out
+    }
+
+    @Test("bench exits 0 when every push was delivered")
+    func allDeliveredExitsZero() throws {
+        try withSimulator { simulator in
+            let run = bench(simulator, ["--pushes", "2000"])
+            #expect(run.code == .success, "\(run)")
+            #expect(outcomes(run)["delivered"] == 2000, "\(run)")
+        }
+    }
+
+    @Test("bench exits 1 and names the outcomes when some pushes were not delivered")
+    func notAllDeliveredExitsOne() throws {
+        try withSimulator({ $0.faults = [("BadDeviceToken", 0.05)]; $0.seed = 3 }) { simulator in
+            let run = bench(simulator, ["--pushes", "2000"])
+            #expect(run.code == .refused, "\(run)")
+            #expect(run.err.contains("were not delivered") && run.err.contains("tokenDead"), "\(run)")
+        }
+    }
+
+    @Test("bench against a server that disappears mid-run ends by its deadline + 5 s, with one outcome per push")
+    func aServerThatDisappearsEndsByTheDeadline() throws {
+        let simulator = try RunningSimulator { $0.latency = 20_000_000 }
+        let server = simulator.simulator
+        let stopper = OSThread.start(name: "stop-simulator") {
+            usleep(400_000)
+            server.stop()
+        }
+        let start = MonotonicClock.nanoseconds()
+        let run = bench(simulator, ["--pushes", "100000", "--deadline", "3"])
+        let seconds = Double(MonotonicClock.nanoseconds() - start) / 1e9
+        stopper.join()
+        #expect(seconds < 3 + 5, "\(seconds) s")
+        #expect(run.code == .refused, "\(run)")
+        let counts = outcomes(run)
+        #expect(counts.values.reduce(0, +) == 100_000, "\(run)")
+        #expect((counts["expired"] ?? 0) + (counts["unknown"] ?? 0) > 0, "\(run)")
+    }
+}
