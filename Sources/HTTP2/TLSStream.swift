@@ -4,7 +4,8 @@ import Glibc
 import CMbedTLS
 import Crypto
 
-/// mbedTLS over one non-blocking socket. Owns the socket and the ssl context; confined to the
+/// mbedTLS over one non-blocking socket. Owns the socket once `init` has returned (not before: if
+/// `init` throws, the caller still owns `fd` and closes it), and the ssl context; confined to the
 /// thread of the connection that owns it.
 final class TLSStream {
     let net: UnsafeMutablePointer<mbedtls_net_context>
@@ -21,21 +22,28 @@ final class TLSStream {
         self.configuration = configuration
         net = .allocate(capacity: 1)
         ssl = .allocate(capacity: 1)
+        // net.fd stays -1 (mbedtls_net_init) until nothing can fail any more: a throw below runs
+        // deinit, and mbedtls_net_free there must not close the fd its caller is about to close.
         mbedtls_net_init(net)
         mbedtls_ssl_init(ssl)
-        net.pointee.fd = fd
         var rc = mbedtls_ssl_setup(ssl, configuration.sslConfig)
         guard rc == 0 else { throw .tls(MbedTLSLibrary.describe(rc)) }
         if let serverName {
+            let length = serverName.utf8.count
+            guard length <= Int(MBEDTLS_SSL_MAX_HOST_NAME_LEN) else {
+                throw .tls("the server name is \(length) bytes long, and a TLS server name has at most \(MBEDTLS_SSL_MAX_HOST_NAME_LEN); "
+                           + "pass the host name the certificate is for with --server-name")
+            }
             rc = mbedtls_ssl_set_hostname(ssl, serverName)
             guard rc == 0 else { throw .tls("server name \(serverName): \(MbedTLSLibrary.describe(rc))") }
         }
         mbedtls_ssl_set_bio(ssl, net, TLSStream.send, mbedtls_net_recv, nil)
+        net.pointee.fd = fd
     }
 
     deinit {
         mbedtls_ssl_free(ssl)
-        mbedtls_net_free(net)  // closes the socket
+        mbedtls_net_free(net)  // closes the socket, if init got as far as taking it
         ssl.deallocate()
         net.deallocate()
     }
