@@ -11,26 +11,23 @@ enum CertificateExtensions {
     static let serverAuthOID: [UInt8] = [0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x01]
 
     /// GeneralName tags (context-specific, implicit): dNSName [2] IA5String, iPAddress [7] OCTET STRING.
-    private static let dnsNameTag: UInt8 = 0x82
-    private static let ipAddressTag: UInt8 = 0x87
+    static let dnsNameTag: UInt8 = 0x82
+    static let ipAddressTag: UInt8 = 0x87
 
-    /// `SEQUENCE OF GeneralName` with each DNS name, then each IP address twice: as an iPAddress (4 or
-    /// 16 octets), which OpenSSL and curl check, and as a dNSName holding its text, because mbedTLS
-    /// 2.28 compares the host name only with SAN entries as text and ignores iPAddress entries (a
-    /// client connecting to "127.0.0.1" would otherwise fail with "CN mismatch").
+    /// `SEQUENCE OF GeneralName` with each DNS name as a dNSName, then each IP address as an
+    /// iPAddress (4 or 16 octets). IP addresses are not repeated as dNSName text: sokuho matches
+    /// iPAddress entries itself (`CertificateNames`), and text addresses in dNSName are invalid.
     static func subjectAltName(dnsNames: [String], ipAddresses: [String]) throws(CryptoError) -> [UInt8] {
         var names = [[UInt8]]()
         for name in dnsNames {
             guard isDNSName(name) else { throw .invalidDNSName(name) }
             names.append(DER.element(dnsNameTag, Array(name.utf8)))
         }
-        var addressesAsText = [[UInt8]]()
         for address in ipAddresses {
             guard let octets = ipAddressOctets(address) else { throw .invalidIPAddress(address) }
             names.append(DER.element(ipAddressTag, octets))
-            addressesAsText.append(DER.element(dnsNameTag, Array(address.utf8)))
         }
-        return DER.sequence(names + addressesAsText)
+        return DER.sequence(names)
     }
 
     /// `SEQUENCE { id-kp-serverAuth }`.

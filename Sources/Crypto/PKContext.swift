@@ -75,12 +75,17 @@ final class PKContext {
         return Array(buffer.suffix(Int(length)))
     }
 
-    /// An ECDSA signature of a SHA-256 `digest` in JWS form: r and s as 32-byte big-endian
-    /// integers, left-padded with zeros, concatenated (64 bytes) — not DER.
+    /// A deterministic ECDSA signature (RFC 6979, nonce derived from the key and the SHA-256
+    /// `digest`) in JWS form: r and s as 32-byte big-endian integers, left-padded with zeros,
+    /// concatenated (64 bytes) — not DER.
+    ///
+    /// Deterministic so that every process and node holding the same key signs the same provider
+    /// token to the same bytes (`ProviderTokenSource`'s shared grid). The random generator passed
+    /// here only blinds the scalar multiplication against side channels; it never changes the output.
     func signRaw(digest: [UInt8]) throws(CryptoError) -> [UInt8] {
         let r = MPI(), s = MPI()
-        let rc = mbedtls_ecdsa_sign(group, r.pointer, s.pointer, secret,
-                                    digest, digest.count, RandomSource.function, RandomSource.shared.drbg)
+        let rc = mbedtls_ecdsa_sign_det_ext(group, r.pointer, s.pointer, secret, digest, digest.count, MBEDTLS_MD_SHA256,
+                                            RandomSource.function, RandomSource.shared.drbg)
         guard rc == 0 else { throw .mbedTLS("ECDSA signing", rc) }
         return try r.bigEndian(width: 32) + s.bigEndian(width: 32)
     }

@@ -1,9 +1,13 @@
 import Synchronization
 
 /// Which token generation a connection presents, and since when (Unix seconds). A connection owns
-/// one, starting from nil, and hands it to `ProviderTokenSource.token(for:)` for every request.
+/// one, starting from nil (a new connection), and hands it to `ProviderTokenSource.token(for:)`
+/// each time it is about to send a request, so `startedAt` is the moment the connection first
+/// presented that generation's token — not the moment it was assigned.
 public struct ProviderTokenLease: Sendable, Equatable {
+    /// The grid window of the token: `issuedAt / 1800`.
     public let generation: Int
+    /// When the connection first presented the token (local Unix seconds).
     public let startedAt: Int64
 
     public init(generation: Int, startedAt: Int64) {
@@ -21,93 +25,110 @@ public struct ProviderToken: Sendable, Equatable {
     public let authorization: String
 }
 
-/// Shared provider-token generations with per-connection switching (APNS.md §5 and "Shared token
-/// generations, per-connection switching").
+/// Provider tokens on a fixed wall-clock grid, shared by every process and node that holds the key,
+/// with per-connection switching (APNS.md §5).
 ///
-/// - A new generation is minted lazily, when a token is asked for and the newest is
-///   `refreshInterval` (30 min) old or older. Its JWT and header are built once (no signing per request).
-/// - A connection starts on the newest generation and moves to a newer one only after
-///   `minimumTimeOnToken` (20 min) on its current one: APNs answers 429 `TooManyProviderTokenUpdates`
-///   to a connection that changes token sooner.
-/// - A connection never presents a token older than `maximumTokenAge` (55 min); APNs refuses
-///   `iat` older than an hour (403 `ExpiredProviderToken`). A connection joins a generation younger than
-///   30 min, so by the time it is 55 min old the connection has used it ≥ 25 min and may switch: the
-///   two rules never conflict (`Policy` checks refresh + minimum ≤ maximum).
+/// - Generation g covers UTC epoch seconds [g × 1800, (g + 1) × 1800) and its token's `iat` is
+///   g × 1800. Signing is deterministic (RFC 6979), so any two processes or versions with the same
+///   key present byte-identical JWTs within a window: APNs sees one token, however many senders
+///   share a key, team or IP. Each window's token is signed once per process and cached.
+/// - A connection moves to the current generation only when it next sends, and only after it has
+///   presented its current token for `minimumTimeOnToken` (20 min): APNs answers 429
+///   `TooManyProviderTokenUpdates` to a connection that changes token sooner.
+/// - A connection joins a generation at most 30 min into its window and leaves it once it has
+///   used it 20 min, so no presented token is 50 min old (`maximumTokenAge`), well inside APNs'
+///   hour. A lease that would break that (one restored or handed over from elsewhere) is moved on.
 ///
-/// Thread-safe: all state sits behind one `Mutex`; minting (≈1 ms) happens under it, once per generation.
+/// Thread-safe: all state sits behind one `Mutex`. The per-request path is a lock and two compares
+/// returning the cached value (no allocation); signing (≈1 ms) happens under the lock once per window.
 public final class ProviderTokenSource: Sendable {
-    public struct Policy: Sendable, Equatable {
-        public let refreshInterval: Int64
-        public let minimumTimeOnToken: Int64
-        public let maximumTokenAge: Int64
+    /// The grid: every generation's `iat` is a multiple of this.
+    public static let window: Duration = .seconds(windowSeconds)
+    /// How long a connection presents a token before it may move to a newer one.
+    public static let minimumTimeOnToken: Duration = .seconds(minimumSeconds)
+    /// No token is presented at this age or older (window + minimum time on a token).
+    public static let maximumTokenAge: Duration = .seconds(maximumAgeSeconds)
 
-        /// 30 / 20 / 55 minutes.
-        public static let apple = Policy(refreshInterval: 30 * 60, minimumTimeOnToken: 20 * 60, maximumTokenAge: 55 * 60)
+    static let windowSeconds: Int64 = 1800
+    static let minimumSeconds: Int64 = 1200
+    static let maximumAgeSeconds: Int64 = windowSeconds + minimumSeconds
 
-        public init(refreshInterval: Int64, minimumTimeOnToken: Int64, maximumTokenAge: Int64) {
-            precondition(refreshInterval > 0 && minimumTimeOnToken >= 0, "token policy intervals must be positive")
-            precondition(refreshInterval + minimumTimeOnToken <= maximumTokenAge,
-                         "a connection could be forced off a token before its minimum time on it")
-            self.refreshInterval = refreshInterval
-            self.minimumTimeOnToken = minimumTimeOnToken
-            self.maximumTokenAge = maximumTokenAge
-        }
-    }
-
+    /// The two newest tokens signed: the generations connections can legitimately hold (the current
+    /// one and the one before it, which a connection keeps up to 20 min into the current window).
     private struct State {
-        /// Generations young enough to present, oldest first; the last is the newest.
-        var live: [ProviderToken] = []
-        var minted = 0
+        var newest: ProviderToken?
+        var previous: ProviderToken?
+        var signatures = 0
     }
 
     public let signer: ProviderTokenSigner
-    public let policy: Policy
     private let now: @Sendable () -> Int64
     private let state = Mutex(State())
 
-    public init(signer: ProviderTokenSigner, policy: Policy = .apple, now: @escaping @Sendable () -> Int64 = SystemClock.seconds) {
+    public init(signer: ProviderTokenSigner, now: @escaping @Sendable () -> Int64 = SystemClock.seconds) {
         self.signer = signer
-        self.policy = policy
         self.now = now
     }
 
-    /// How many generations have been minted so far (each one is one signature).
-    public var generationsMinted: Int { state.withLock { $0.minted } }
+    /// How many tokens have been signed so far: one per window in normal operation.
+    public var generationsMinted: Int { state.withLock { $0.signatures } }
 
-    /// The token a connection holding `lease` presents now, moving the lease to the newest generation
-    /// when the rules allow or require it. A nil lease (a new connection) starts on the newest.
+    /// The grid window that contains `seconds` (floored, also for times before 1970).
+    public static func generation(at seconds: Int64) -> Int {
+        Int(seconds >= 0 ? seconds / windowSeconds : (seconds - windowSeconds + 1) / windowSeconds)
+    }
+
+    /// The token of the window containing `seconds`, as every process signs it.
+    public func token(at seconds: Int64) throws(CryptoError) -> ProviderToken {
+        let generation = Self.generation(at: seconds)
+        return try state.withLock { (state: inout State) throws(CryptoError) -> ProviderToken in
+            try Self.token(generation, in: &state, signer: signer)
+        }
+    }
+
+    /// The token a connection holding `lease` presents on the request it is about to send. Call it
+    /// right before sending (not when the connection is opened or merely idle): the first call for a
+    /// generation stamps the lease with the time the token is first presented, and the 20 minutes
+    /// count from that stamp. A nil lease (a new connection) starts on the current generation.
+    ///
+    /// The returned value is the cached one; compare `generation` with the previous call to know
+    /// whether the `authorization` header changed.
     public func token(for lease: inout ProviderTokenLease?) throws(CryptoError) -> ProviderToken {
         let now = self.now()
-        let current = lease
+        let current = Self.generation(at: now)
+        let held = lease
         let (token, newLease) = try state.withLock { (state: inout State) throws(CryptoError) -> (ProviderToken, ProviderTokenLease) in
-            let newest = try newestGeneration(in: &state, at: now)
-            if let current, current.generation != newest.generation,
-               let held = state.live.first(where: { $0.generation == current.generation }),
-               !mustLeave(held, heldSince: current.startedAt, at: now) {
-                return (held, current)
+            guard let held, held.generation != current else {
+                return (try Self.token(current, in: &state, signer: signer), held ?? ProviderTokenLease(generation: current, startedAt: now))
             }
-            if let current, current.generation == newest.generation { return (newest, current) }
-            return (newest, ProviderTokenLease(generation: newest.generation, startedAt: now))
+            // The clock stepped back past the stamp: count the 20 minutes afresh on the clock as it is
+            // now, so a large step cannot pin the connection to its token for hours.
+            let stamp = min(held.startedAt, now)
+            let age = now - Int64(held.generation) * Self.windowSeconds
+            if now - stamp < Self.minimumSeconds && age < Self.maximumAgeSeconds {
+                return (try Self.token(held.generation, in: &state, signer: signer), ProviderTokenLease(generation: held.generation, startedAt: stamp))
+            }
+            return (try Self.token(current, in: &state, signer: signer), ProviderTokenLease(generation: current, startedAt: now))
         }
-        lease = newLease
+        if newLease != held { lease = newLease }
         return token
     }
 
-    /// Whether a connection that started on `token` at `heldSince` moves to a newer generation now:
-    /// it may after the minimum time on it, and must before the token exceeds the maximum age.
-    private func mustLeave(_ token: ProviderToken, heldSince: Int64, at now: Int64) -> Bool {
-        now - heldSince >= policy.minimumTimeOnToken || now - token.issuedAt > policy.maximumTokenAge
-    }
-
-    /// The newest generation, minting one when there is none or it has reached the refresh interval,
-    /// and forgetting generations too old to be presented.
-    private func newestGeneration(in state: inout State, at now: Int64) throws(CryptoError) -> ProviderToken {
-        if let newest = state.live.last, now - newest.issuedAt < policy.refreshInterval { return newest }
-        let jwt = try signer.token(issuedAt: now)
-        state.minted += 1
-        let token = ProviderToken(generation: state.minted, issuedAt: now, jwt: jwt, authorization: "bearer " + jwt)
-        state.live.removeAll { now - $0.issuedAt > policy.maximumTokenAge }
-        state.live.append(token)
+    /// Generation `generation`'s token from the cache, or signed now and cached. Signing is
+    /// deterministic, so a generation that fell out of the cache is re-signed to the same bytes.
+    private static func token(_ generation: Int, in state: inout State, signer: ProviderTokenSigner) throws(CryptoError) -> ProviderToken {
+        if let newest = state.newest, newest.generation == generation { return newest }
+        if let previous = state.previous, previous.generation == generation { return previous }
+        let issuedAt = Int64(generation) * windowSeconds
+        let jwt = try signer.token(issuedAt: issuedAt)
+        state.signatures += 1
+        let token = ProviderToken(generation: generation, issuedAt: issuedAt, jwt: jwt, authorization: "bearer " + jwt)
+        if let newest = state.newest, newest.generation > generation {
+            state.previous = token
+        } else {
+            state.previous = state.newest
+            state.newest = token
+        }
         return token
     }
 }

@@ -51,7 +51,8 @@ public final class SigningKey: Sendable {
         return key
     }
 
-    /// The ES256 signature of `message` (SHA-256, then ECDSA): 64 bytes r||s, as JWS wants.
+    /// The ES256 signature of `message` (SHA-256, then deterministic ECDSA per RFC 6979): 64 bytes
+    /// r||s, as JWS wants. The same key and message always give the same bytes.
     public func sign(_ message: [UInt8]) throws(CryptoError) -> [UInt8] {
         let digest = SHA256.hash(message)
         return try context.withLock { (key: inout PKContext) throws(CryptoError) -> [UInt8] in

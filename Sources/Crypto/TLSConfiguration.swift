@@ -13,6 +13,9 @@ public final class TLSConfiguration: @unchecked Sendable {
     public enum Role: Sendable { case client, server }
 
     public let role: Role
+    /// Which CAs a client trusts, as a certificate-verification failure names them: "--ca-file PATH"
+    /// or "the system CA bundle PATH". Nil on the server side.
+    public let trustedCAs: String?
     let config: UnsafeMutablePointer<mbedtls_ssl_config>
     private let caChain: UnsafeMutablePointer<mbedtls_x509_crt>
     private let ownCertificate: UnsafeMutablePointer<mbedtls_x509_crt>
@@ -37,6 +40,7 @@ public final class TLSConfiguration: @unchecked Sendable {
 
     private init(role: Role, caFile: String?, certificateFile: String?, keyFile: String?, caFromUser: Bool) throws(TLSConfigurationError) {
         self.role = role
+        trustedCAs = caFile.map { caFromUser ? "--ca-file \($0)" : "the system CA bundle \($0)" }
         config = .allocate(capacity: 1)
         caChain = .allocate(capacity: 1)
         ownCertificate = .allocate(capacity: 1)

@@ -4,12 +4,20 @@ import Glibc
 import CMbedTLS
 import Crypto
 
-/// mbedTLS over one non-blocking socket. Owns the socket and the ssl context; confined to the
+/// mbedTLS over one non-blocking socket. Owns the socket once `init` has returned (not before: if
+/// `init` throws, the caller still owns `fd` and closes it), and the ssl context; confined to the
 /// thread of the connection that owns it.
 final class TLSStream {
     let net: UnsafeMutablePointer<mbedtls_net_context>
     let ssl: UnsafeMutablePointer<mbedtls_ssl_context>
     private let configuration: TLSConfiguration  // keeps the config alive while ssl points at it
+    /// The name the client checks the certificate against (the host or `--server-name`).
+    private let serverName: String?
+    /// True when `serverName` is an IP address: mbedTLS 2.28 compares the host name only with the
+    /// CN and dNSName entries, so `verify` matches it against the iPAddress entries instead.
+    private let serverNameIsAddress: Bool
+    /// The server certificate's names, recorded while verifying it, for the failure message.
+    private var peerNames: CertificateNames?
 
     var fileDescriptor: Int32 { net.pointee.fd }
 
@@ -17,25 +25,39 @@ final class TLSStream {
     enum IO { case bytes(Int), wouldBlock, closed, failed(TransportError) }
 
     /// Wraps `fd`; `serverName` is sent as SNI and checked against the certificate (client side).
+    /// An IP address is not sent as SNI (RFC 6066 §3) and is matched with the iPAddress entries.
     init(fd: Int32, configuration: TLSConfiguration, serverName: String?) throws(TransportError) {
         self.configuration = configuration
+        self.serverName = serverName
+        serverNameIsAddress = serverName.map(CertificateNames.isIPAddress) ?? false
         net = .allocate(capacity: 1)
         ssl = .allocate(capacity: 1)
+        // net.fd stays -1 (mbedtls_net_init) until nothing can fail any more: a throw below runs
+        // deinit, and mbedtls_net_free there must not close the fd its caller is about to close.
         mbedtls_net_init(net)
         mbedtls_ssl_init(ssl)
-        net.pointee.fd = fd
         var rc = mbedtls_ssl_setup(ssl, configuration.sslConfig)
         guard rc == 0 else { throw .tls(MbedTLSLibrary.describe(rc)) }
-        if let serverName {
+        if let serverName, !serverNameIsAddress {
+            let length = serverName.utf8.count
+            guard length <= Int(MBEDTLS_SSL_MAX_HOST_NAME_LEN) else {
+                throw .tls("the server name is \(length) bytes long, and a TLS server name has at most \(MBEDTLS_SSL_MAX_HOST_NAME_LEN); "
+                           + "pass the host name the certificate is for with --server-name")
+            }
             rc = mbedtls_ssl_set_hostname(ssl, serverName)
             guard rc == 0 else { throw .tls("server name \(serverName): \(MbedTLSLibrary.describe(rc))") }
         }
+        if configuration.role == .client {
+            // Unretained: the ssl context, and so the callback's use of self, never outlives self.
+            mbedtls_ssl_set_verify(ssl, TLSStream.verify, Unmanaged.passUnretained(self).toOpaque())
+        }
         mbedtls_ssl_set_bio(ssl, net, TLSStream.send, mbedtls_net_recv, nil)
+        net.pointee.fd = fd
     }
 
     deinit {
         mbedtls_ssl_free(ssl)
-        mbedtls_net_free(net)  // closes the socket
+        mbedtls_net_free(net)  // closes the socket, if init got as far as taking it
         ssl.deallocate()
         net.deallocate()
     }
@@ -48,14 +70,50 @@ final class TLSStream {
         case MBEDTLS_ERR_SSL_WANT_WRITE: return .wantWrite
         default:
             let flags = mbedtls_ssl_get_verify_result(ssl)
-            if flags != 0 && flags != UInt32.max {
-                var buffer = [CChar](repeating: 0, count: 512)
-                mbedtls_x509_crt_verify_info(&buffer, buffer.count, "", flags)
-                let text = CStringBuffer.string(buffer).split(separator: "\n").joined(separator: "; ")
-                return .failed(.tls("certificate verification failed (\(text)); pass the issuing CA with --ca-file"))
-            }
+            if flags != 0 && flags != UInt32.max { return .failed(.tls(verificationFailure(flags))) }
             return .failed(.tls(MbedTLSLibrary.describe(rc)))
         }
+    }
+
+    /// Called by mbedTLS for each certificate of the server's chain, after its own checks, with
+    /// their result in `flags`; depth 0 is the server's own certificate. Records its names, and for
+    /// an IP address as server name adds a name mismatch unless an iPAddress entry equals it (chain,
+    /// validity and the rest stay mbedTLS's verdict: nothing here clears a flag).
+    private static let verify: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePointer<mbedtls_x509_crt>?, Int32,
+                                               UnsafeMutablePointer<UInt32>?) -> Int32 = { context, certificate, depth, flags in
+        guard depth == 0, let context, let certificate, let flags else { return 0 }
+        let stream = Unmanaged<TLSStream>.fromOpaque(context).takeUnretainedValue()
+        let names = CertificateNames(certificate)
+        stream.peerNames = names
+        if stream.serverNameIsAddress, let address = stream.serverName, !names.contains(ipAddress: address) {
+            flags.pointee |= UInt32(MBEDTLS_X509_BADCERT_CN_MISMATCH)
+        }
+        return 0
+    }
+
+    /// Each reason the server's certificate was refused, with what it saw and what to pass.
+    private func verificationFailure(_ flags: UInt32) -> String {
+        let names = peerNames ?? CertificateNames()
+        var causes: [String] = []
+        var explained: UInt32 = 0
+        func cause(_ flag: Int32, _ text: @autoclosure () -> String) {
+            guard flags & UInt32(flag) != 0 else { return }
+            explained |= UInt32(flag)
+            causes.append(text())
+        }
+        cause(MBEDTLS_X509_BADCERT_EXPIRED, "the server's certificate expired at \(names.validUntil) (or this machine's clock is wrong)")
+        cause(MBEDTLS_X509_BADCERT_FUTURE, "the server's certificate is not valid before \(names.validFrom) (or this machine's clock is wrong)")
+        cause(MBEDTLS_X509_BADCERT_NOT_TRUSTED, "it was issued by \(names.issuer.isEmpty ? "a CA" : names.issuer), "
+              + "which is not among the trusted CAs (\(configuration.trustedCAs ?? "none")); pass the issuing CA with --ca-file")
+        cause(MBEDTLS_X509_BADCERT_CN_MISMATCH, "the certificate is for \(names.summary), not \(serverName ?? "the name connected to"); "
+              + "pass --server-name NAME or connect by that name")
+        let rest = flags & ~explained
+        if rest != 0 {
+            var buffer = [CChar](repeating: 0, count: 512)
+            mbedtls_x509_crt_verify_info(&buffer, buffer.count, "", rest)
+            causes.append(CStringBuffer.string(buffer).split(separator: "\n").joined(separator: "; "))
+        }
+        return "certificate verification failed: " + causes.joined(separator: "; ")
     }
 
     /// The protocol ALPN chose, e.g. "h2".

@@ -119,7 +119,6 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
     func tick(now: UInt64) {
         if now &- lastTokenCheck > 1_000_000_000 {
             lastTokenCheck = now
-            refreshProviderTokens()
             publish(withLatencies: false)
         }
     }
@@ -132,25 +131,27 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         for slot in slots {
             let state = slot.connection.state
             guard state == .idle || state == .closed, now >= slot.reconnectAt, !pool.halted.load(ordering: .relaxed) else { continue }
-            if let source = configuration.providerTokens {
-                slot.lease = nil  // a new connection takes the newest generation
-                do {
-                    slot.connection.setAuthorization(try source.token(for: &slot.lease).authorization)
-                } catch {
-                    pool.halt(.authOrConnectionFailure, message: "cannot sign a provider token: \(error)")
-                    return
-                }
-            }
+            // A new connection starts on the current generation when it first sends (presentProviderToken).
+            slot.lease = nil
             slot.retire = false
             slot.connection.connect()
         }
     }
 
-    /// Moves each open connection to a newer provider-token generation when the 20-minute rule allows.
-    private func refreshProviderTokens() {
-        guard let source = configuration.providerTokens else { return }
-        for slot in slots where slot.connection.state == .open {
-            if let token = try? source.token(for: &slot.lease) { slot.connection.setAuthorization(token.authorization) }
+    /// Picks the provider token for the requests about to go out on `connection`, and sets its header
+    /// only when the generation changed. Called when sending, not on a timer: the lease is stamped at
+    /// the token's first use, so the 20 minutes APNs wants between changes count from what it saw.
+    /// False when no token can be signed (the pool is halted then).
+    private func presentProviderToken(on connection: ClientConnection) -> Bool {
+        guard let source = configuration.providerTokens, let slot = slots.first(where: { $0.connection === connection }) else { return true }
+        let presented = slot.lease?.generation
+        do {
+            let token = try source.token(for: &slot.lease)
+            if token.generation != presented { connection.setAuthorization(token.authorization) }
+            return true
+        } catch {
+            pool.halt(.authOrConnectionFailure, message: "cannot sign a provider token: \(error)")
+            return false
         }
     }
 
@@ -202,7 +203,7 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
     // MARK: Submitting
 
     func connection(_ connection: ClientConnection, canSubmit capacity: Int) {
-        guard !pool.halted.load(ordering: .relaxed) else { return }
+        guard !pool.halted.load(ordering: .relaxed), !ready.isEmpty, presentProviderToken(on: connection) else { return }
         let now = MonotonicClock.nanoseconds()
         var budget = capacity
         while budget > 0, let popped = ready.popFront() {

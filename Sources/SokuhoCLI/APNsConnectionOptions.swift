@@ -16,6 +16,8 @@ enum APNsConnectionOptions {
         OptionSpec("--host", value: "HOST:PORT", help: "push host instead of Apple's (e.g. the simulator's)", environment: "SOKUHO_HOST"),
         OptionSpec("--manage-host", value: "HOST:PORT", help: "channel-management host instead of Apple's", environment: "SOKUHO_MANAGE_HOST"),
         OptionSpec("--ca-file", value: "PEM", help: "trust this CA instead of the system bundle (the simulator's ca.pem)", environment: "SOKUHO_CA_FILE"),
+        // TLS refusals for a name mismatch tell the user to pass this, so every command that connects has it.
+        OptionSpec("--server-name", value: "NAME", help: "the TLS name to verify the server's certificate for (default: the host)"),
     ]
 
     static let topic = OptionSpec("--topic", value: "BUNDLE_ID", help: "your app's bundle ID; push-type suffixes are added for you",

@@ -43,8 +43,8 @@ enum ChannelsCommand {
         let timeout = try invocation.double("--timeout", in: 0.1...3600) ?? 30
         let request = ChannelManagementRequest(operation, bundle: bundle, requestID: APNsID.random())
         var lease: ProviderTokenLease?
-        let authorization: String
-        do { authorization = try tokens.token(for: &lease).authorization } catch { throw CLIError(.dataError, error.description) }
+        let token: ProviderToken
+        do { token = try tokens.token(for: &lease) } catch { throw CLIError(.dataError, error.description) }
         let method: StaticString
         switch request.method {
         case .get: method = "GET"
@@ -52,11 +52,12 @@ enum ChannelsCommand {
         default: method = "POST"
         }
         var options = ClientConnectionOptions(host: host, port: port, tls: tls)
+        options.serverName = invocation.string("--server-name")
         options.connectTimeout = UInt64(timeout * 1e9)
         let clientRequest = ClientRequest(method: method, path: request.path, headers: request.headers.map { ($0.name, $0.value) },
                                           body: request.body.isEmpty ? nil : request.body)
         let results: [ClientResult]
-        switch OneShotClient.perform([clientRequest], options: options, authorization: authorization, timeout: UInt64(timeout * 1e9)) {
+        switch OneShotClient.perform([clientRequest], options: options, authorization: token.authorization, timeout: UInt64(timeout * 1e9)) {
         case let .failure(error): throw CLIError(.unavailable, "\(host):\(port): \(error)")
         case let .success(value): results = value
         }
@@ -76,9 +77,9 @@ enum ChannelsCommand {
         }
         guard (200..<300).contains(status) else {
             if invocation.flag("--json") {
-                SendCommand.report(response, invocation: invocation)
+                SendCommand.report(response, invocation: invocation, tokenIssuedAt: token.issuedAt)
             } else {
-                invocation.console.error("\(invocation.commandPath): APNs refused: \(RefusalMessage.text(response))")
+                invocation.console.error("\(invocation.commandPath): APNs refused: \(RefusalMessage.text(response, tokenIssuedAt: token.issuedAt))")
             }
             return .refused
         }

@@ -1,16 +1,21 @@
 import APNs
+import Crypto
 
 /// The one-line explanation of an APNs refusal for a person at a terminal: status, reason, and
 /// what to do about it. The hint follows the reason's `ResponseAction`, so the CLI and the sender
 /// never disagree about what a refusal means.
 enum RefusalMessage {
-    static func text(_ response: Response) -> String {
+    /// `tokenIssuedAt` is the `iat` of the provider token sent: a command presents the current
+    /// 30-minute window's token, at most 30 minutes old by this machine's clock, so "expired" means
+    /// the clocks disagree, and running it again (the .newConnection hint) would fail the same way.
+    static func text(_ response: Response, tokenIssuedAt: Int64? = nil, now: Int64 = SystemClock.seconds()) -> String {
         let action = ResponseAction(status: response.status, reason: response.reason)
-        // A command signs its provider token just before sending, so "expired" means the clocks disagree,
-        // and running it again (the .newConnection hint) would fail the same way.
-        let hint = response.reason == .expiredProviderToken
-            ? "the provider token was signed just now with this machine's clock, yet APNs finds it over an hour old; set the clock right (date -u)"
-            : hint(for: action)
+        let clock = tokenIssuedAt.flatMap { issuedAt in
+            response.reason.flatMap {
+                ProviderTokenClockDiagnosis.diagnose(reason: $0.name, issuedAt: issuedAt, now: now, earlierTokenAccepted: false)
+            }
+        }
+        let hint = clock ?? hint(for: action)
         return "\(response.status) \(response.reason?.name ?? "(no reason given)"): \(hint)"
     }
 

@@ -64,13 +64,14 @@ enum SendCommand {
         let tls = try APNsConnectionOptions.tls(invocation)
         let timeout = try invocation.double("--timeout", in: 0.1...3600) ?? 30
         var lease: ProviderTokenLease?
-        let authorization: String
-        do { authorization = try tokens.token(for: &lease).authorization } catch { throw CLIError(.dataError, error.description) }
+        let token: ProviderToken
+        do { token = try tokens.token(for: &lease) } catch { throw CLIError(.dataError, error.description) }
 
         let request = ClientRequest(method: "POST", path: push.path, headers: push.headers.map { ($0.name, $0.value) }, body: push.body)
         var options = ClientConnectionOptions(host: host, port: port, tls: tls)
+        options.serverName = invocation.string("--server-name")
         options.connectTimeout = UInt64(timeout * 1e9)
-        let result = OneShotClient.perform([request], options: options, authorization: authorization, timeout: UInt64(timeout * 1e9))
+        let result = OneShotClient.perform([request], options: options, authorization: token.authorization, timeout: UInt64(timeout * 1e9))
         switch result {
         case let .failure(error):
             throw CLIError(.unavailable, "\(host):\(port): \(error)")
@@ -80,13 +81,13 @@ enum SendCommand {
                 throw CLIError(.unavailable, "\(host):\(port): no answer: \(failure)")
             case let .response(status, headers, body):
                 let response = Response(status: status, headers: headers.map { HeaderField($0.name, $0.value) }, body: body)
-                report(response, invocation: invocation)
+                report(response, invocation: invocation, tokenIssuedAt: token.issuedAt)
                 return (200..<300).contains(status) ? .success : .refused
             }
         }
     }
 
-    static func report(_ response: Response, invocation: Invocation) {
+    static func report(_ response: Response, invocation: Invocation, tokenIssuedAt: Int64? = nil) {
         if invocation.flag("--json") {
             var writer = JSONWriter()
             writer.beginObject()
@@ -110,7 +111,7 @@ enum SendCommand {
             if let timestamp = response.timestamp { line += "  timestamp \(timestamp)" }
             invocation.console.print(line)
             if !(200..<300).contains(response.status) {
-                invocation.console.error("sokuho send: APNs refused the push: \(RefusalMessage.text(response))")
+                invocation.console.error("sokuho send: APNs refused the push: \(RefusalMessage.text(response, tokenIssuedAt: tokenIssuedAt))")
             }
         }
     }

@@ -15,7 +15,8 @@ import Testing
         #expect(verified.standardOutput == dir.path("server.pem") + ": OK\n", "\(verified.standardError)")
 
         let text = Subprocess.run(["openssl", "x509", "-noout", "-text", "-in", dir.path("server.pem")], in: dir).standardOutput
-        #expect(text.contains("DNS:localhost, IP Address:127.0.0.1, IP Address:0:0:0:0:0:0:0:1, DNS:127.0.0.1, DNS:::1"), "\(text)")
+        // Addresses only as iPAddress entries: sokuho now matches those itself (no dNSName "127.0.0.1").
+        #expect(text.contains("X509v3 Subject Alternative Name: \n                DNS:localhost, IP Address:127.0.0.1, IP Address:0:0:0:0:0:0:0:1\n"), "\(text)")
         #expect(text.contains("TLS Web Server Authentication"))
         #expect(text.contains("Issuer: CN = Sokuho Simulator Test CA, O = Sokuho"))
         #expect(text.contains("ecdsa-with-SHA256") && text.contains("prime256v1"))
@@ -46,7 +47,7 @@ import Testing
             .issueServerCertificate(commonName: "sim.test", dnsNames: ["sim.test", "*.sim.test"], ipAddresses: ["10.1.2.3", "fe80::1"])
         _ = dir.write(server.certificatePEM, to: "server.pem")
         let text = Subprocess.run(["openssl", "x509", "-noout", "-text", "-in", dir.path("server.pem")], in: dir).standardOutput
-        #expect(text.contains("DNS:sim.test, DNS:*.sim.test, IP Address:10.1.2.3, IP Address:FE80:0:0:0:0:0:0:1, DNS:10.1.2.3, DNS:fe80::1"), "\(text)")
+        #expect(text.contains("DNS:sim.test, DNS:*.sim.test, IP Address:10.1.2.3, IP Address:FE80:0:0:0:0:0:0:1\n"), "\(text)")
         #expect(text.contains("Subject: CN = sim.test, O = Sokuho"))
     }
 

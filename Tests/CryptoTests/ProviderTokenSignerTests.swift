@@ -16,6 +16,35 @@ import Testing
         #expect(!token.contains("=") && !token.contains("+") && !token.contains("/"))
     }
 
+    /// The provider token for the fixture key, kid TESTKEY001, iss TEAM123456, iat 1_800_000_000.
+    /// Derived from this implementation and confirmed independently with python-ecdsa 0.19.2, which
+    /// implements RFC 6979 on its own (no OpenSSL, no mbedTLS):
+    ///   key = ecdsa.SigningKey.from_pem(open("AuthKey_TESTKEY001.test.p8").read())
+    ///   sig = key.sign_deterministic((h + "." + c).encode(), hashfunc=hashlib.sha256, sigencode=sigencode_string)
+    /// with h and c the unpadded base64url of the header and claims below; it printed this exact string.
+    static let goldenJWT = "eyJhbGciOiJFUzI1NiIsImtpZCI6IlRFU1RLRVkwMDEifQ"
+        + ".eyJpc3MiOiJURUFNMTIzNDU2IiwiaWF0IjoxODAwMDAwMDAwfQ"
+        + ".7HsgDRcPOXHgbXISaVgA3K4u4Wa4mdj_xKan23yVXwCPcV2qQL01wXDf_hZlrdkaSAAh0Fq4DDXF7bjjKzFfCg"
+
+    @Test("The fixture key signs the pinned golden provider token byte for byte, so every process and version agrees on it")
+    func goldenVector() throws {
+        let token = try signer().token(issuedAt: 1_800_000_000)
+        #expect(token == Self.goldenJWT)
+        let jwt = try CompactJWT(parsing: token)
+        #expect(String(decoding: jwt.header, as: UTF8.self) == #"{"alg":"ES256","kid":"TESTKEY001"}"#)
+        #expect(String(decoding: jwt.claims, as: UTF8.self) == #"{"iss":"TEAM123456","iat":1800000000}"#)
+    }
+
+    @Test("Signing the same key, kid, iss and iat twice, even through separately loaded keys, gives identical JWTs")
+    func signingIsDeterministic() throws {
+        let a = try signer(), b = try signer()
+        for iat in [Int64(0), 1_700_000_000, 1_800_001_800] {
+            #expect(try a.token(issuedAt: iat) == a.token(issuedAt: iat))
+            #expect(try a.token(issuedAt: iat) == b.token(issuedAt: iat))
+        }
+        #expect(try a.token(issuedAt: 1) != a.token(issuedAt: 2))
+    }
+
     @Test func pythonCryptographyVerifiesOurTokens() throws {
         let dir = TemporaryDirectory()
         let script = dir.write(PythonJWT.verifier, to: "verify.py")
