@@ -70,6 +70,9 @@ public final class ProviderTokenSource: Sendable {
         self.now = now
     }
 
+    /// This source's idea of now (Unix seconds): the clock a refusal's diagnosis must compare with.
+    public var currentSeconds: Int64 { now() }
+
     /// How many tokens have been signed so far: one per window in normal operation.
     public var generationsMinted: Int { state.withLock { $0.signatures } }
 

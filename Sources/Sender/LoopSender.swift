@@ -31,6 +31,8 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
     private var pathBuffer: UnsafeMutablePointer<UInt8>
     private var pathCapacity = 512
     private var lastTokenCheck: UInt64 = 0
+    /// Whether this loop has told the pool which token generation APNs accepted first.
+    private var recordedAcceptedToken = false
     /// Final outcomes recorded by this loop (read by producers to know when all is done).
     let finished = Atomic<Int>(0)
     private let snapshot = Mutex<(SenderCounters, LatencyHistogram?)>((SenderCounters(), nil))
@@ -240,6 +242,14 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         let now = MonotonicClock.nanoseconds()
         let isSuccess = (200..<300).contains(response.status)
         let error = isSuccess ? ErrorBody(reason: nil, timestamp: nil) : ErrorBody(json: response.bodyBytes)
+        if isSuccess && !recordedAcceptedToken { recordAcceptedToken(on: connection) }
+        if let reason = error.reason, reason == .expiredProviderToken || reason == .invalidProviderToken,
+           let diagnosis = clockDiagnosis(reason, on: connection) {
+            // A wrong clock does not fix itself by reconnecting: stop once, saying what to fix.
+            pool.halt(.authOrConnectionFailure, message: diagnosis)
+            finish(job, .authOrConnectionFailure, status: response.status, reason: reason.name, timestamp: nil, now: now)
+            return
+        }
         let retryAfter = isSuccess ? nil : response.retryAfterSeconds.map { UInt64($0) * 1_000_000_000 }
         let disposition = configuration.retry.decide(status: response.status, reason: error.reason, attempts: Int(job.attempts) + 1,
                                                      resends: Int(job.resends), random: nextRandom(), retryAfter: retryAfter)
@@ -323,6 +333,25 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
     }
 
     private func nextRandom() -> Double { random.unitInterval() }
+
+    /// Notes the first provider-token generation APNs accepted (once per loop, not per push), so a
+    /// later InvalidProviderToken can tell "the new token is refused" from "no token ever worked".
+    private func recordAcceptedToken(on connection: ClientConnection) {
+        guard configuration.providerTokens != nil else { recordedAcceptedToken = true; return }
+        guard let generation = slots.first(where: { $0.connection === connection })?.lease?.generation else { return }
+        pool.tokenAccepted(generation: generation)
+        recordedAcceptedToken = true
+    }
+
+    /// Whether APNs' refusal of this connection's provider token points at this machine's clock
+    /// (see `ProviderTokenClockDiagnosis`); the message to halt with, or nil.
+    private func clockDiagnosis(_ reason: Reason, on connection: ClientConnection) -> String? {
+        guard let source = configuration.providerTokens,
+              let generation = slots.first(where: { $0.connection === connection })?.lease?.generation else { return nil }
+        let issuedAt = Int64(generation) * ProviderTokenSource.window.components.seconds
+        return ProviderTokenClockDiagnosis.diagnose(reason: reason.name, issuedAt: issuedAt, now: source.currentSeconds,
+                                                    earlierTokenAccepted: pool.acceptedTokenBefore(generation: generation))
+    }
 
     /// A group whose `:path` prefix is longer than the buffer: grow it once (not per push).
     private func growPathBuffer(to capacity: Int) {

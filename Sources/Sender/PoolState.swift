@@ -22,6 +22,21 @@ final class PoolState: Sendable {
 
     func connectionOpened() { everOpened.store(true, ordering: .relaxed) }
 
+    /// The oldest provider-token generation APNs has accepted (Int.max: none yet).
+    private let firstAcceptedGeneration = Atomic<Int>(.max)
+
+    func tokenAccepted(generation: Int) {
+        var current = firstAcceptedGeneration.load(ordering: .relaxed)
+        while generation < current {
+            let (exchanged, original) = firstAcceptedGeneration.compareExchange(expected: current, desired: generation, ordering: .relaxed)
+            if exchanged { return }
+            current = original
+        }
+    }
+
+    /// Whether APNs accepted a token of a generation before `generation`.
+    func acceptedTokenBefore(generation: Int) -> Bool { firstAcceptedGeneration.load(ordering: .relaxed) < generation }
+
     /// One connection has failed to connect `failFastAfter` times in a row (each connection reports
     /// it once). When all have and none ever opened, the server is unreachable: halt.
     func connectionGaveUp(_ error: TransportError) {

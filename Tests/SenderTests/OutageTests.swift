@@ -345,3 +345,56 @@ final class TimedSink: PushOutcomeSink, @unchecked Sendable {
         #expect(run.counters[.requestBug] + run.counters[.tokenDead] == 20, "\(run.counters)")
     }
 }
+
+/// Provider tokens and this machine's clock: a wrong clock is diagnosed once, not looped on.
+@Suite(.serialized) struct ClockTests {
+    func pool(clockOffset: Int64, simulator: APNsSimulator) throws -> PoolConfiguration {
+        let certificates = PoolFaultTests.certificates
+        var pool = PoolConfiguration(host: "127.0.0.1", port: simulator.port, tls: try TLSConfiguration.client(caFile: certificates.ca))
+        pool.connections = 2
+        pool.threads = 1
+        let key = try SigningKey(contentsOf: certificates.providerKey)
+        pool.providerTokens = ProviderTokenSource(signer: try ProviderTokenSigner(key: key, keyID: SimulatorCertificates.keyID,
+                                                                                  teamID: SimulatorCertificates.teamID),
+                                                  now: { SystemClock.seconds() + clockOffset })
+        return pool
+    }
+
+    @Test("a clock 70 minutes behind APNs' halts the pool once with a message that blames the clock")
+    func aClockBehindIsDiagnosed() throws {
+        var configuration = SimulatorConfiguration()
+        configuration.trustedKeys = [try PoolFaultTests.certificates.trustedTestKey()]
+        let simulator = try APNsSimulator(configuration: configuration, certificates: PoolFaultTests.certificates)
+        defer { simulator.stop() }
+        let sender = ConnectionPool(configuration: try pool(clockOffset: -70 * 60, simulator: simulator))
+        defer { sender.shutdown() }
+        let group = PushGroup(label: "x", headers: OutageRun.startGroupHeaders, body: OutageRun.body, resendUnknown: false)
+        sender.send((0..<300).map { PushJob(token: PoolFaultTests.token($0), group: group, id: UInt64($0)) })
+        #expect(sender.waitUntilFinished(timeout: 20_000_000_000))
+        #expect(sender.statistics().counters[.authOrConnectionFailure] == 300)
+        let halt = sender.haltMessage ?? ""
+        #expect(halt.contains("clock is at least") && halt.contains("behind APNs'"), "\(halt)")
+        // One stream per new connection until a push succeeds: a couple of refusals, not a reconnect loop.
+        #expect(simulator.counters.rejectedTotal <= 2, "\(simulator.counters.rejected)")
+    }
+
+    @Test("three processes in a row share one provider token, so a server counting changes per key accepts them all")
+    func processesShareTheGridToken() throws {
+        // Either answer to APNS.md §11 question 3: the simulator counts token changes per key here.
+        var configuration = SimulatorConfiguration()
+        configuration.trustedKeys = [try PoolFaultTests.certificates.trustedTestKey()]
+        configuration.tokenScope = .key
+        let simulator = try APNsSimulator(configuration: configuration, certificates: PoolFaultTests.certificates)
+        defer { simulator.stop() }
+        for process in 0..<3 {
+            // A fresh source each time: what a new `sokuho send` or `fanout` process starts with.
+            let sender = ConnectionPool(configuration: try pool(clockOffset: 0, simulator: simulator))
+            let group = PushGroup(label: "p\(process)", headers: OutageRun.startGroupHeaders, body: OutageRun.body, resendUnknown: false)
+            sender.send((0..<20).map { PushJob(token: PoolFaultTests.token(process * 100 + $0), group: group, id: UInt64($0)) })
+            #expect(sender.waitUntilFinished(timeout: 10_000_000_000))
+            #expect(sender.statistics().counters[.delivered] == 20, "process \(process): \(String(describing: sender.haltMessage))")
+            sender.shutdown()
+        }
+        #expect(simulator.counters.rejectedTotal == 0, "\(simulator.counters.rejected)")
+    }
+}

@@ -80,4 +80,23 @@ import Testing
             #expect(!log.contains("bearer"))
         }
     }
+
+    @Test("three `sokuho send` runs in a row are accepted by a server that counts provider-token changes per key")
+    func separateSendProcessesShareOneProviderToken() throws {
+        // The issue's report: START, UPDATE, END as three processes; the third got 429
+        // TooManyProviderTokenUpdates because each process signed its own token. Tokens now live on a
+        // 30-minute UTC grid and are signed deterministically, so all three present the same bytes
+        // (APNS.md §11 question 3: this test assumes the per-key answer; per connection passes trivially).
+        let dir = temporaryDirectory()
+        let state = writeFile(dir, "state.json", #"{"intensity":"5+"}"#)
+        let attributes = writeFile(dir, "attributes.json", #"{"region":"Tokyo"}"#)
+        try withSimulator({ $0.tokenScope = .key }) { sim in
+            let start = sim.run(["send", "--token", deviceToken("a1"), "--event", "start", "--attributes-type", "EewAttributes",
+                                 "--attributes", attributes, "--content-state", state, "--alert-title", "t", "--alert-body", "b"])
+            let update = sim.run(["send", "--token", deviceToken("a2"), "--event", "update", "--content-state", state])
+            let end = sim.run(["send", "--token", deviceToken("a2"), "--event", "end", "--content-state", state])
+            for run in [start, update, end] { #expect(run.code == .success, "\(run)") }
+            #expect(sim.counters.rejected["TooManyProviderTokenUpdates"] == nil, "\(sim.counters.rejected)")
+        }
+    }
 }
