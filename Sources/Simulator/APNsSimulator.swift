@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Crypto
 import HTTP2
+import Synchronization
 
 /// The APNs simulator: a device-push port served by one or more loop threads and a channel-management port,
 /// with its own CA. Used by `sokuho simulator`, the tests, the demo and `sokuho bench`.
@@ -16,6 +17,7 @@ public final class APNsSimulator: Sendable {
     private let manageServer: HTTP2Server
     private let shared: SimulatorShared
     private let threads: [OSThread]
+    private let stopped = Atomic<Bool>(false)
 
     /// Starts listening. `certificates` come from `SimulatorCertificates.prepare(directory:)`.
     public init(configuration: SimulatorConfiguration, certificates: SimulatorCertificates) throws(SimulatorError) {
@@ -72,7 +74,10 @@ public final class APNsSimulator: Sendable {
     public var counters: SimulatorCounters { shared.counters.withLock { $0 } }
 
     /// Stops listening, drops every connection and ends the loop threads.
+    /// Stops serving and joins the loop threads. Safe to call more than once (a test may stop the
+    /// server mid-run and again when it cleans up); only the first call does anything.
     public func stop() {
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let manage = manageServer
         loops[0].execute { manage.stop() }
         for (loop, server) in zip(loops, pushServers) { loop.execute { server.stop() } }
