@@ -4,9 +4,13 @@ import Glibc
 /// Applies write operations inside one write transaction and keeps the indexes in step with the
 /// installation records: every token of an installation is in `tokens` (→ owner, registered-at)
 /// and under each of the installation's topics in `topics`. Only the writer thread uses it.
-struct RegistryUpdate {
+struct RegistryUpdate: ~Copyable {
+    /// Owned: dropping the update (a thrown error) aborts the transaction; `commit` ends it.
     let txn: LMDBTransaction
     let databases: StoreDatabases
+
+    /// Commits everything applied so far.
+    consuming func commit() throws(StoreError) { try txn.commit() }
 
     func apply(_ operation: WriteOperation) throws(StoreError) -> WriteOutcome {
         switch operation {
@@ -273,12 +277,12 @@ struct RegistryUpdate {
     }
 
     private func forEachRecord(_ dbi: MDB_dbi, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws(StoreError) -> Void) throws(StoreError) {
-        let cursor = try txn.cursor(dbi)
-        defer { cursor.close() }
-        var position = try cursor.get(MDB_FIRST)
-        while let (key, value) = position {
-            try body(key, value)
-            position = try cursor.get(MDB_NEXT)
+        try txn.withCursor(dbi) { cursor throws(StoreError) in
+            var position = try cursor.get(MDB_FIRST)
+            while let (key, value) = position {
+                try body(key, value)
+                position = try cursor.get(MDB_NEXT)
+            }
         }
     }
 }

@@ -86,16 +86,10 @@ final class StoreWriter: @unchecked Sendable {
             try writerLock.acquire()
             defer { writerLock.release() }
             let attempt: Result<[WriteOutcome], StoreError> = mapGuard.sharedResult { () throws(StoreError) in
-                let txn = try environment.begin(readOnly: false)
-                let outcomes: [WriteOutcome]
-                do throws(StoreError) {
-                    let update = RegistryUpdate(txn: txn, databases: databases)
-                    outcomes = try update.apply(batch: batch.flatMap(\.operations))
-                } catch {
-                    txn.abort()
-                    throw error
-                }
-                try txn.commit() // frees the transaction on failure too
+                let update = RegistryUpdate(txn: try environment.begin(readOnly: false), databases: databases)
+                // A throw (MDB_MAP_FULL above all) drops `update`, which aborts its transaction.
+                let outcomes = try update.apply(batch: batch.flatMap(\.operations))
+                try update.commit()
                 return outcomes
             }
             switch attempt {

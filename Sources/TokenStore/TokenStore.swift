@@ -54,7 +54,7 @@ public final class TokenStore: @unchecked Sendable {
         // A writing store migrates under the writer lock, so two processes never both migrate.
         var lock: WriterLock?
         if !options.readOnly {
-            environment.clearStaleReaders()
+            try environment.clearStaleReaders()
             lock = try WriterLock(directory: directory, timeout: options.lockTimeout)
             try lock?.acquire()
         }
@@ -63,11 +63,10 @@ public final class TokenStore: @unchecked Sendable {
         do {
             databases = try StoreSchema.open(txn, migrate: !options.readOnly)
         } catch {
-            txn.abort()
-            throw error.located(at: directory)
+            throw error.located(at: directory) // drops `txn`: aborted, nothing migrated
         }
         // Committing (even a read-only transaction) keeps the database handles for later
-        // transactions. A failed commit has freed the transaction: no abort after it.
+        // transactions.
         try txn.commit()
         if let lock {
             writer = StoreWriter(environment: environment, databases: databases, mapGuard: mapGuard,
@@ -124,11 +123,11 @@ public final class TokenStore: @unchecked Sendable {
     // MARK: Reading
 
     /// Runs `body` in a fresh read-only transaction (never blocked by the writer).
-    func read<T>(_ body: (LMDBTransaction) throws(StoreError) -> T) throws(StoreError) -> T {
+    /// The transaction is aborted when `body` returns (reads commit nothing).
+    func read<T>(_ body: (borrowing LMDBTransaction) throws(StoreError) -> T) throws(StoreError) -> T {
         while true {
             let result = mapGuard.sharedResult { () throws(StoreError) -> T in
                 let txn = try environment.begin(readOnly: true)
-                defer { txn.abort() }
                 return try body(txn)
             }
             switch result {
@@ -169,13 +168,14 @@ public final class TokenStore: @unchecked Sendable {
     /// The running activities showing `eventKey` (where an iOS 17 update or end goes), by id.
     public func activities(eventKey: String) throws(StoreError) -> [ActivityRecord] {
         try read { txn throws(StoreError) in
-            let cursor = try txn.cursor(databases.activityEvents)
-            defer { cursor.close() }
-            var ids: [String] = []
-            var position = try cursor.get(MDB_SET_KEY, key: Array(eventKey.utf8))
-            while let (_, value) = position {
-                ids.append(String(decoding: value, as: UTF8.self))
-                position = try cursor.get(MDB_NEXT_DUP)
+            let ids = try txn.withCursor(databases.activityEvents) { cursor throws(StoreError) in
+                var ids: [String] = []
+                var position = try cursor.get(MDB_SET_KEY, key: Array(eventKey.utf8))
+                while let (_, value) = position {
+                    ids.append(String(decoding: value, as: UTF8.self))
+                    position = try cursor.get(MDB_NEXT_DUP)
+                }
+                return ids
             }
             var result: [ActivityRecord] = []
             for id in ids {
@@ -192,16 +192,16 @@ public final class TokenStore: @unchecked Sendable {
     public func channels(app: String, environment: PushEnvironment) throws(StoreError) -> [ChannelRecord] {
         try read { txn throws(StoreError) in
             let prefix = StoreKeys.channel(app: app, environment: environment, name: "")
-            let cursor = try txn.cursor(databases.channels)
-            defer { cursor.close() }
-            var result: [ChannelRecord] = []
-            var position = try cursor.get(MDB_SET_RANGE, key: prefix)
-            while let (key, value) = position, key.count >= prefix.count, Array(key[..<prefix.count]) == prefix {
-                let name = String(decoding: key[prefix.count...], as: UTF8.self)
-                result.append(try ChannelRecord(app: app, environment: environment, name: name, decoding: value))
-                position = try cursor.get(MDB_NEXT)
+            return try txn.withCursor(databases.channels) { cursor throws(StoreError) in
+                var result: [ChannelRecord] = []
+                var position = try cursor.get(MDB_SET_RANGE, key: prefix)
+                while let (key, value) = position, key.count >= prefix.count, Array(key[..<prefix.count]) == prefix {
+                    let name = String(decoding: key[prefix.count...], as: UTF8.self)
+                    result.append(try ChannelRecord(app: app, environment: environment, name: name, decoding: value))
+                    position = try cursor.get(MDB_NEXT)
+                }
+                return result
             }
-            return result
         }
     }
 
@@ -225,21 +225,21 @@ public final class TokenStore: @unchecked Sendable {
         var after: [UInt8]?
         while true {
             let installations: [Installation] = try read { txn throws(StoreError) in
-                let cursor = try txn.cursor(databases.installations)
-                defer { cursor.close() }
-                var position: (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)?
-                if let after {
-                    position = try cursor.get(MDB_SET_RANGE, key: after)
-                    if let current = position, Array(current.key) == after { position = try cursor.get(MDB_NEXT) }
-                } else {
-                    position = try cursor.get(MDB_FIRST)
+                try txn.withCursor(databases.installations) { cursor throws(StoreError) in
+                    var position: (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)?
+                    if let after {
+                        position = try cursor.get(MDB_SET_RANGE, key: after)
+                        if let current = position, Array(current.key) == after { position = try cursor.get(MDB_NEXT) }
+                    } else {
+                        position = try cursor.get(MDB_FIRST)
+                    }
+                    var result: [Installation] = []
+                    while let (key, value) = position, result.count < chunk {
+                        result.append(try Installation(id: String(decoding: key, as: UTF8.self), decoding: value))
+                        position = try cursor.get(MDB_NEXT)
+                    }
+                    return result
                 }
-                var result: [Installation] = []
-                while let (key, value) = position, result.count < chunk {
-                    result.append(try Installation(id: String(decoding: key, as: UTF8.self), decoding: value))
-                    position = try cursor.get(MDB_NEXT)
-                }
-                return result
             }
             for installation in installations { try body(installation) }
             guard installations.count == chunk, let last = installations.last else { return }
