@@ -1,12 +1,14 @@
 import Glibc
 
 /// The one way this module looks at the return codes of libc and pthread calls (the writer's
-/// thread, locks and condition variables, the writer lock file). The rule is grep-able:
+/// thread, locks and condition variables, the writer lock file). Every int they return is written
+/// as the argument of one of these, on the same line, so the rule is grep-able:
 ///
-///     grep -nE '(pthread_[a-z_]+|flock|close|clock_gettime|usleep)\(' Sources/TokenStore/*.swift | grep -v 'Posix\.'
+///     grep -nE '(pthread_[a-z_]+|[^._a-z]flock|[^._a-z]close|clock_gettime|usleep)\(' Sources/TokenStore/*.swift \
+///         | grep -vE 'Posix\.|_t\(\)|func close|^Sources/TokenStore/PosixCheck'
 ///
-/// lists nothing but this file's comments. (`open`, `access`, `mkdir` and `stat`, whose results
-/// are a descriptor or a yes/no the callers branch on, are checked where they are called.)
+/// prints nothing. (`open`, `access`, `mkdir` and `stat`, whose results are a descriptor or a
+/// yes/no the callers branch on, are checked where they are called.)
 enum Posix {
     /// pthread functions return the error number itself. A mutex, condition variable or rwlock
     /// that fails to initialise, lock, unlock or be destroyed is a broken process (no memory, a
