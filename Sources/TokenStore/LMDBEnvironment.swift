@@ -2,13 +2,14 @@ import CLMDB
 import Glibc
 
 /// The one LMDB environment of a store directory: `data.mdb` and LMDB's `lock.mdb`. Thin on
-/// purpose: it opens, reports map use and grows the map; transactions do the rest.
+/// purpose: it opens, reports map use and grows the map; transactions do the rest. The
+/// `MDB_env` pointer never leaves this file.
 final class LMDBEnvironment: @unchecked Sendable {
     // @unchecked: an MDB_env is thread-safe; `setMapSize` is only called under `MapGuard`'s
     // exclusive lock, when no transaction of this process is active. `mapSize`, `usedBytes` and
     // `pageSize` read LMDB's meta pages inside the map, which `setMapSize` unmaps and maps
     // again: read them only under the guard (shared is enough).
-    let handle: OpaquePointer
+    private let handle: OpaquePointer
     let path: String
 
     /// Named databases this environment may open (ours plus room for later schemas).
@@ -16,17 +17,18 @@ final class LMDBEnvironment: @unchecked Sendable {
 
     init(directory: String, mapSize: Int, readOnly: Bool) throws(StoreError) {
         var env: OpaquePointer?
-        var rc = mdb_env_create(&env)
-        guard rc == 0, let env else { throw StoreError.from(rc, path: directory) }
-        _ = mdb_env_set_maxdbs(env, LMDBEnvironment.maximumDatabases)
-        _ = mdb_env_set_mapsize(env, mapSize)
-        // MDB_NOTLS: read transactions are not tied to threads, so a reader may hop threads and
-        // one thread may hold several. Readers and the writer thread share the environment.
-        let flags = UInt32(MDB_NOTLS) | (readOnly ? UInt32(MDB_RDONLY) : 0)
-        rc = mdb_env_open(env, directory, flags, 0o640)
-        guard rc == 0 else {
+        try LMDB.check(mdb_env_create(&env), "mdb_env_create", at: directory)
+        guard let env else { throw StoreError.from(ENOMEM, path: directory) }
+        do throws(StoreError) {
+            try LMDB.check(mdb_env_set_maxdbs(env, LMDBEnvironment.maximumDatabases), "mdb_env_set_maxdbs", at: directory)
+            try LMDB.check(mdb_env_set_mapsize(env, mapSize), "mdb_env_set_mapsize", at: directory)
+            // MDB_NOTLS: read transactions are not tied to threads, so a reader may hop threads and
+            // one thread may hold several. Readers and the writer thread share the environment.
+            let flags = UInt32(MDB_NOTLS) | (readOnly ? UInt32(MDB_RDONLY) : 0)
+            try LMDB.check(mdb_env_open(env, directory, flags, 0o640), "mdb_env_open", at: directory)
+        } catch {
             mdb_env_close(env)
-            throw StoreError.from(rc, path: directory)
+            throw error
         }
         self.handle = env
         self.path = directory
@@ -36,13 +38,13 @@ final class LMDBEnvironment: @unchecked Sendable {
 
     private var info: MDB_envinfo {
         var info = MDB_envinfo()
-        _ = mdb_env_info(handle, &info)
+        LMDB.expect(mdb_env_info(handle, &info), "mdb_env_info")
         return info
     }
 
     var pageSize: Int {
         var stat = MDB_stat()
-        _ = mdb_env_stat(handle, &stat)
+        LMDB.expect(mdb_env_stat(handle, &stat), "mdb_env_stat")
         return Int(stat.ms_psize)
     }
 
@@ -52,31 +54,35 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// Bytes of the map in use (up to the last page ever allocated).
     var usedBytes: Int { (info.me_last_pgno + 1) * pageSize }
 
+    /// The most reader slots ever in use at once since the lock file was created (LMDB's
+    /// `me_numreaders`): what a leaked read transaction would drive up to `MDB_READERS_FULL`.
+    var readerSlotsUsed: Int { Int(info.me_numreaders) }
+
     /// Sets a new map size; 0 adopts the size another process has grown the file to.
     /// Only call with no transaction of this process active (`MapGuard.exclusive`).
     func setMapSize(_ size: Int) throws(StoreError) {
-        let rc = mdb_env_set_mapsize(handle, size)
-        guard rc == 0 else { throw StoreError.from(rc, path: path) }
+        try LMDB.check(mdb_env_set_mapsize(handle, size), "mdb_env_set_mapsize", at: path)
     }
 
     /// Frees the reader slots of processes that died inside a read transaction (a killed
-    /// `sokuho`), which would otherwise pin old pages and make the file grow.
-    func clearStaleReaders() {
+    /// `sokuho`), which would otherwise pin old pages and make the file grow. Returns how many.
+    @discardableResult
+    func clearStaleReaders() throws(StoreError) -> Int {
         var cleared: Int32 = 0
-        _ = mdb_reader_check(handle, &cleared)
+        try LMDB.check(mdb_reader_check(handle, &cleared), "mdb_reader_check", at: path)
+        return Int(cleared)
     }
 
-    /// Begins a transaction (a read-only one when `readOnly`).
+    /// Begins a transaction (a read-only one when `readOnly`). It keeps this environment alive
+    /// until it ends.
     func begin(readOnly: Bool) throws(StoreError) -> LMDBTransaction {
         var txn: OpaquePointer?
-        let rc = mdb_txn_begin(handle, nil, readOnly ? UInt32(MDB_RDONLY) : 0, &txn)
-        guard rc == 0, let txn else { throw StoreError.from(rc, path: path) }
-        return LMDBTransaction(handle: txn, path: path)
+        try LMDB.check(mdb_txn_begin(handle, nil, readOnly ? UInt32(MDB_RDONLY) : 0, &txn), "mdb_txn_begin", at: path)
+        return LMDBTransaction(adopting: txn!, in: self, readOnly: readOnly)
     }
 
     /// A compacting, consistent copy of the environment into the directory `destination`.
     func copy(to destination: String) throws(StoreError) {
-        let rc = mdb_env_copy2(handle, destination, UInt32(MDB_CP_COMPACT))
-        guard rc == 0 else { throw StoreError.from(rc, path: destination) }
+        try LMDB.check(mdb_env_copy2(handle, destination, UInt32(MDB_CP_COMPACT)), "mdb_env_copy2", at: destination)
     }
 }

@@ -1,110 +1,137 @@
 import CLMDB
 
-/// A live LMDB transaction: typed access to get/put/delete and cursors. Byte buffers handed out
-/// point into the map and are valid only until the transaction ends: callers copy what they keep.
-struct LMDBTransaction {
-    let handle: OpaquePointer
-    let path: String
+/// A live LMDB transaction, owned like the `lmdb` crate's `RoTransaction`/`RwTransaction`:
+/// dropping it aborts (`mdb_txn_abort` in `deinit`), and `commit()` consumes it, so a
+/// transaction can neither leak (a read transaction holds a reader slot and pins old pages; a
+/// write transaction holds LMDB's writer mutex) nor be used or ended after it has ended.
+///
+/// One type for both modes, chosen at `LMDBEnvironment.begin(readOnly:)`: reads and writes share
+/// every lookup and cursor, and the schema code runs unchanged in either (a read-only store opens
+/// its schema in a read-only transaction). A write in a read-only transaction fails in LMDB
+/// (EACCES). Read-only transactions are not reset and renewed: each read begins a fresh one.
+///
+/// Byte buffers handed out point into the map and are valid only while the transaction is:
+/// callers copy what they keep. Cursors exist only inside `withCursor`, so they end first.
+struct LMDBTransaction: ~Copyable {
+    // Only trivially destroyed storage, so that `commit` can `discard self`.
+    private let handle: OpaquePointer
+    /// Retained for the transaction's lifetime: LMDB requires the environment to outlive it.
+    private let environment: Unmanaged<LMDBEnvironment>
+    let isReadOnly: Bool
 
-    func check(_ rc: Int32) throws(StoreError) {
-        if rc != 0 { throw StoreError.from(rc, path: path) }
+    /// Takes ownership of `handle`, just begun in `environment`.
+    init(adopting handle: OpaquePointer, in environment: LMDBEnvironment, readOnly: Bool) {
+        self.handle = handle
+        self.environment = Unmanaged.passRetained(environment)
+        self.isReadOnly = readOnly
     }
 
-    func commit() throws(StoreError) { try check(mdb_txn_commit(handle)) }
-    func abort() { mdb_txn_abort(handle) }
+    /// Dropped without `commit`: nothing of it is written, and its reader slot is free again.
+    deinit {
+        mdb_txn_abort(handle)
+        environment.release()
+    }
+
+    /// Commits and ends the transaction. Committing a read-only transaction keeps the database
+    /// handles it opened for later transactions.
+    consuming func commit() throws(StoreError) {
+        let handle = self.handle
+        let environment = self.environment
+        // LMDB frees the transaction in mdb_txn_commit whether or not it succeeds: from here on
+        // nothing may abort it, so the deinit must not run.
+        discard self
+        defer { environment.release() }
+        try LMDB.check(mdb_txn_commit(handle), "mdb_txn_commit", at: environment.takeUnretainedValue().path)
+    }
+
+    /// The store directory, for error messages.
+    var path: String { environment.takeUnretainedValue().path }
 
     /// Opens (and with `create`, creates) the named database `name`; nil when it does not exist.
     /// `name` nil is LMDB's main database, whose keys are the names of the named ones.
     func openDatabase(_ name: String?, flags: Int32, create: Bool) throws(StoreError) -> MDB_dbi? {
         var dbi: MDB_dbi = 0
-        let rc = mdb_dbi_open(handle, name, UInt32(flags) | (create ? UInt32(MDB_CREATE) : 0), &dbi)
-        if rc == MDB_NOTFOUND { return nil }
-        try check(rc)
+        let flags = UInt32(flags) | (create ? UInt32(MDB_CREATE) : 0)
+        guard try LMDB.succeeded(mdb_dbi_open(handle, name, flags, &dbi), "mdb_dbi_open", unless: MDB_NOTFOUND, at: path) else { return nil }
         return dbi
     }
 
     /// The value of `key`, pointing into the map, or nil.
     func get(_ dbi: MDB_dbi, _ key: [UInt8]) throws(StoreError) -> UnsafeRawBufferPointer? {
         var data = MDB_val()
-        let rc = key.withUnsafeBytes { keyBytes in
-            var keyValue = MDB_val(mv_size: keyBytes.count, mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
-            return mdb_get(handle, dbi, &keyValue, &data)
+        let found = try key.withMDBValue { k throws(StoreError) in
+            try LMDB.succeeded(mdb_get(handle, dbi, &k, &data), "mdb_get", unless: MDB_NOTFOUND, at: path)
         }
-        if rc == MDB_NOTFOUND { return nil }
-        try check(rc)
-        return UnsafeRawBufferPointer(start: data.mv_data, count: data.mv_size)
+        return found ? data.bytes : nil
     }
 
     /// Stores `value` under `key`. `flags`: e.g. MDB_NODUPDATA for an index entry.
     /// Returns false when the flags made LMDB keep an existing entry (MDB_KEYEXIST).
     @discardableResult
     func put(_ dbi: MDB_dbi, _ key: [UInt8], _ value: [UInt8], flags: Int32 = 0) throws(StoreError) -> Bool {
-        let rc = key.withUnsafeBytes { keyBytes in
-            value.withUnsafeBytes { valueBytes in
-                var keyValue = MDB_val(mv_size: keyBytes.count, mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
-                var dataValue = MDB_val(mv_size: valueBytes.count, mv_data: UnsafeMutableRawPointer(mutating: valueBytes.baseAddress))
-                return mdb_put(handle, dbi, &keyValue, &dataValue, UInt32(flags))
+        try key.withMDBValue { k throws(StoreError) in
+            try value.withMDBValue { v throws(StoreError) in
+                try LMDB.succeeded(mdb_put(handle, dbi, &k, &v, UInt32(flags)), "mdb_put", unless: MDB_KEYEXIST, at: path)
             }
         }
-        if rc == MDB_KEYEXIST { return false }
-        try check(rc)
-        return true
     }
 
     /// Stores `value` under `key` unless the key exists (one tree search for the common case of
     /// a new key). Returns nil when stored, else the existing value (pointing into the map).
     func insert(_ dbi: MDB_dbi, _ key: [UInt8], _ value: [UInt8]) throws(StoreError) -> UnsafeRawBufferPointer? {
         var existing = MDB_val()
-        let rc = key.withUnsafeBytes { keyBytes in
-            value.withUnsafeBytes { valueBytes in
-                var keyValue = MDB_val(mv_size: keyBytes.count, mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
-                var dataValue = MDB_val(mv_size: valueBytes.count, mv_data: UnsafeMutableRawPointer(mutating: valueBytes.baseAddress))
-                let rc = mdb_put(handle, dbi, &keyValue, &dataValue, UInt32(MDB_NOOVERWRITE))
-                existing = dataValue
-                return rc
+        let stored = try key.withMDBValue { k throws(StoreError) in
+            try value.withMDBValue { v throws(StoreError) in
+                defer { existing = v } // on MDB_KEYEXIST, LMDB has pointed `v` at the stored value
+                return try LMDB.succeeded(mdb_put(handle, dbi, &k, &v, UInt32(MDB_NOOVERWRITE)), "mdb_put", unless: MDB_KEYEXIST, at: path)
             }
         }
-        if rc == MDB_KEYEXIST { return UnsafeRawBufferPointer(start: existing.mv_data, count: existing.mv_size) }
-        try check(rc)
-        return nil
+        return stored ? nil : existing.bytes
     }
 
     /// Deletes `key` (with `value`: only that duplicate of a DUPSORT key). Returns whether it existed.
     @discardableResult
     func delete(_ dbi: MDB_dbi, _ key: [UInt8], value: [UInt8]? = nil) throws(StoreError) -> Bool {
-        let rc = key.withUnsafeBytes { keyBytes in
-            var keyValue = MDB_val(mv_size: keyBytes.count, mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
-            guard let value else { return mdb_del(handle, dbi, &keyValue, nil) }
-            return value.withUnsafeBytes { valueBytes in
-                var dataValue = MDB_val(mv_size: valueBytes.count, mv_data: UnsafeMutableRawPointer(mutating: valueBytes.baseAddress))
-                return mdb_del(handle, dbi, &keyValue, &dataValue)
+        try key.withMDBValue { k throws(StoreError) in
+            guard let value else { return try LMDB.succeeded(mdb_del(handle, dbi, &k, nil), "mdb_del", unless: MDB_NOTFOUND, at: path) }
+            return try value.withMDBValue { v throws(StoreError) in
+                try LMDB.succeeded(mdb_del(handle, dbi, &k, &v), "mdb_del", unless: MDB_NOTFOUND, at: path)
             }
         }
-        if rc == MDB_NOTFOUND { return false }
-        try check(rc)
-        return true
     }
 
     /// The number of entries of a database.
     func count(_ dbi: MDB_dbi) throws(StoreError) -> Int {
         var stat = MDB_stat()
-        try check(mdb_stat(handle, dbi, &stat))
+        try LMDB.check(mdb_stat(handle, dbi, &stat), "mdb_stat", at: path)
         return stat.ms_entries
     }
 
-    func cursor(_ dbi: MDB_dbi) throws(StoreError) -> LMDBCursor {
+    /// Runs `body` with a cursor on `dbi`, closed when `body` returns: a cursor cannot outlive
+    /// its transaction (LMDB requires read cursors closed before the transaction ends, and frees
+    /// write cursors itself at the end, so closing one later would be a double free).
+    func withCursor<R>(_ dbi: MDB_dbi, _ body: (borrowing LMDBCursor) throws(StoreError) -> R) throws(StoreError) -> R {
         var cursor: OpaquePointer?
-        try check(mdb_cursor_open(handle, dbi, &cursor))
-        return LMDBCursor(handle: cursor!, path: path)
+        try LMDB.check(mdb_cursor_open(handle, dbi, &cursor), "mdb_cursor_open", at: path)
+        let owned = LMDBCursor(adopting: cursor!, in: environment)
+        return try body(owned)
     }
 }
 
-/// An LMDB cursor. Close it before its transaction ends (read transactions require it).
-struct LMDBCursor {
-    let handle: OpaquePointer
-    let path: String
+/// An LMDB cursor, owned by one `withCursor` call and closed when that call returns.
+struct LMDBCursor: ~Copyable {
+    private let handle: OpaquePointer
+    /// Not retained: the transaction that lends this cursor out retains it.
+    private let environment: Unmanaged<LMDBEnvironment>
 
-    func close() { mdb_cursor_close(handle) }
+    fileprivate init(adopting handle: OpaquePointer, in environment: Unmanaged<LMDBEnvironment>) {
+        self.handle = handle
+        self.environment = environment
+    }
+
+    deinit { mdb_cursor_close(handle) }
+
+    private var path: String { environment.takeUnretainedValue().path }
 
     /// Moves the cursor with `op`; returns key and value (pointing into the map), or nil at the end.
     /// `key`/`value` are inputs for the positioning operations (MDB_SET_RANGE, MDB_GET_BOTH_RANGE).
@@ -115,26 +142,37 @@ struct LMDBCursor {
         -> (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)? {
         var keyValue = MDB_val()
         var dataValue = MDB_val()
-        let keyBytes = key ?? []
-        let valueBytes = value ?? []
-        let rc = keyBytes.withUnsafeBytes { k in
-            valueBytes.withUnsafeBytes { v in
-                if key != nil { keyValue = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress)) }
-                if value != nil { dataValue = MDB_val(mv_size: v.count, mv_data: UnsafeMutableRawPointer(mutating: v.baseAddress)) }
-                return mdb_cursor_get(handle, &keyValue, &dataValue, op)
+        let found = try (key ?? []).withMDBValue { k throws(StoreError) in
+            try (value ?? []).withMDBValue { v throws(StoreError) in
+                if key != nil { keyValue = k }
+                if value != nil { dataValue = v }
+                return try LMDB.succeeded(mdb_cursor_get(handle, &keyValue, &dataValue, op), "mdb_cursor_get", unless: MDB_NOTFOUND, at: path)
             }
         }
-        if rc == MDB_NOTFOUND { return nil }
-        if rc != 0 { throw StoreError.from(rc, path: path) }
-        return (UnsafeRawBufferPointer(start: keyValue.mv_data, count: keyValue.mv_size),
-                UnsafeRawBufferPointer(start: dataValue.mv_data, count: dataValue.mv_size))
+        return found ? (keyValue.bytes, dataValue.bytes) : nil
     }
 
     /// The number of duplicates of the current key (DUPSORT).
     func duplicateCount() throws(StoreError) -> Int {
         var count = 0
-        let rc = mdb_cursor_count(handle, &count)
-        if rc != 0 { throw StoreError.from(rc, path: path) }
+        try LMDB.check(mdb_cursor_count(handle, &count), "mdb_cursor_count", at: path)
         return count
     }
+}
+
+extension Array<UInt8> {
+    /// Runs `body` with an MDB_val naming these bytes, for a call that only reads them (LMDB's API
+    /// is not const). Typed throws through `withUnsafeBytes`, which only rethrows untyped errors.
+    fileprivate func withMDBValue<R>(_ body: (inout MDB_val) throws(StoreError) -> R) throws(StoreError) -> R {
+        let result: Result<R, StoreError> = withUnsafeBytes { bytes in
+            var value = MDB_val(mv_size: bytes.count, mv_data: UnsafeMutableRawPointer(mutating: bytes.baseAddress))
+            do throws(StoreError) { return .success(try body(&value)) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+}
+
+extension MDB_val {
+    /// The bytes an MDB_val names (inside the map, when LMDB filled it in).
+    fileprivate var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: mv_data, count: mv_size) }
 }

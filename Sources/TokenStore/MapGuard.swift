@@ -11,26 +11,29 @@ final class MapGuard: @unchecked Sendable {
     init() {
         lock = .allocate(capacity: 1)
         var attributes = pthread_rwlockattr_t()
-        pthread_rwlockattr_init(&attributes)
-        pthread_rwlockattr_setkind_np(&attributes, Int32(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP))
-        pthread_rwlock_init(lock, &attributes)
-        pthread_rwlockattr_destroy(&attributes)
+        Posix.expect(pthread: pthread_rwlockattr_init(&attributes), "pthread_rwlockattr_init")
+        Posix.expect(pthread: pthread_rwlockattr_setkind_np(&attributes, Int32(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP)),
+                     "pthread_rwlockattr_setkind_np")
+        Posix.expect(pthread: pthread_rwlock_init(lock, &attributes), "pthread_rwlock_init")
+        Posix.expect(pthread: pthread_rwlockattr_destroy(&attributes), "pthread_rwlockattr_destroy")
     }
 
     deinit {
-        pthread_rwlock_destroy(lock)
+        Posix.expect(pthread: pthread_rwlock_destroy(lock), "pthread_rwlock_destroy")
         lock.deallocate()
     }
 
     func shared<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
-        pthread_rwlock_rdlock(lock)
-        defer { pthread_rwlock_unlock(lock) }
+        // EAGAIN (too many readers) or EDEADLK (this thread already holds it exclusively) would be
+        // a bug in this module: the guard is never taken recursively.
+        Posix.expect(pthread: pthread_rwlock_rdlock(lock), "pthread_rwlock_rdlock")
+        defer { Posix.expect(pthread: pthread_rwlock_unlock(lock), "pthread_rwlock_unlock") }
         return try body()
     }
 
     func exclusive<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
-        pthread_rwlock_wrlock(lock)
-        defer { pthread_rwlock_unlock(lock) }
+        Posix.expect(pthread: pthread_rwlock_wrlock(lock), "pthread_rwlock_wrlock")
+        defer { Posix.expect(pthread: pthread_rwlock_unlock(lock), "pthread_rwlock_unlock") }
         return try body()
     }
 }

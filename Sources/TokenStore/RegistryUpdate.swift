@@ -4,9 +4,13 @@ import Glibc
 /// Applies write operations inside one write transaction and keeps the indexes in step with the
 /// installation records: every token of an installation is in `tokens` (→ owner, registered-at)
 /// and under each of the installation's topics in `topics`. Only the writer thread uses it.
-struct RegistryUpdate {
+struct RegistryUpdate: ~Copyable {
+    /// Owned: dropping the update (a thrown error) aborts the transaction; `commit` ends it.
     let txn: LMDBTransaction
     let databases: StoreDatabases
+
+    /// Commits everything applied so far.
+    consuming func commit() throws(StoreError) { try txn.commit() }
 
     func apply(_ operation: WriteOperation) throws(StoreError) -> WriteOutcome {
         switch operation {
@@ -109,12 +113,12 @@ struct RegistryUpdate {
         return try Installation(id: id, decoding: bytes)
     }
 
-    private func save(_ installation: Installation) throws(StoreError) {
+    func save(_ installation: Installation) throws(StoreError) {
         try txn.put(databases.installations, Array(installation.id.utf8), installation.encoded)
     }
 
     /// The `topics` entries (key, duplicate) of one token of `installation`.
-    private func topicEntries(_ installation: Installation, kind: TokenKind, token: [UInt8]) -> [(key: [UInt8], entry: [UInt8])] {
+    func topicEntries(_ installation: Installation, kind: TokenKind, token: [UInt8]) -> [(key: [UInt8], entry: [UInt8])] {
         installation.topics.map { topic in
             (StoreKeys.topic(app: installation.app, environment: installation.environment, topic: topic.name, tokenLength: token.count),
              StoreKeys.topicEntry(minLevel: topic.minLevel, kind: kind, token: token))
@@ -125,7 +129,7 @@ struct RegistryUpdate {
         installation.tokens.flatMap { topicEntries(installation, kind: $0.kind, token: $0.token) }
     }
 
-    private func tokenKey(_ installation: Installation, _ kind: TokenKind, _ token: [UInt8]) -> [UInt8] {
+    func tokenKey(_ installation: Installation, _ kind: TokenKind, _ token: [UInt8]) -> [UInt8] {
         StoreKeys.token(app: installation.app, environment: installation.environment, kind: kind, token: token)
     }
 
@@ -193,92 +197,5 @@ struct RegistryUpdate {
             try dropToken(of: previous, kind: kind)
         }
         try txn.put(databases.tokens, key, value)
-    }
-
-    /// The installation loses its token of `kind`: the record and every index entry of it.
-    private func dropToken(of installation: Installation, kind: TokenKind) throws(StoreError) {
-        try unindexToken(of: installation, kind: kind)
-        var changed = installation
-        changed.setToken(nil, kind: kind)
-        try save(changed)
-    }
-
-    /// Removes the `tokens` entry and the `topics` entries of the installation's token of `kind`.
-    private func unindexToken(of installation: Installation, kind: TokenKind) throws(StoreError) {
-        guard let token = installation.token(kind) else { return }
-        try txn.delete(databases.tokens, tokenKey(installation, kind, token))
-        for (topicKey, entry) in topicEntries(installation, kind: kind, token: token) {
-            try txn.delete(databases.topics, topicKey, value: entry)
-        }
-    }
-
-    private func removeToken(app: String, environment: PushEnvironment, kind: TokenKind, token: [UInt8],
-                             registeredBefore: UInt64?) throws(StoreError) -> Bool {
-        let key = StoreKeys.token(app: app, environment: environment, kind: kind, token: token)
-        guard let value = try txn.get(databases.tokens, key) else { return false }
-        let (registeredAt, owner) = try StoreKeys.parseTokenValue(value)
-        if let registeredBefore, registeredAt >= registeredBefore { return false }
-        if let installation = try installation(owner), installation.token(kind) == token {
-            try dropToken(of: installation, kind: kind)
-        } else {
-            try txn.delete(databases.tokens, key)
-        }
-        return true
-    }
-
-    /// Removes an activity and its event index entry.
-    private func removeActivity(_ id: String) throws(StoreError) {
-        let key = Array(id.utf8)
-        guard let bytes = try txn.get(databases.activities, key) else { return }
-        let activity = try ActivityRecord(id: id, decoding: bytes)
-        try txn.delete(databases.activityEvents, Array(activity.eventKey.utf8), value: key)
-        try txn.delete(databases.activities, key)
-    }
-
-    private func removeInstallation(_ id: String) throws(StoreError) {
-        guard let installation = try installation(id) else { return }
-        for kind in TokenKind.allCases { try unindexToken(of: installation, kind: kind) }
-        try txn.delete(databases.installations, Array(id.utf8))
-    }
-
-    private func sweep(now: UInt64, installationMaxAge: UInt64) throws(StoreError) -> SweepCounts {
-        var counts = SweepCounts()
-        var expiredInstallations: [String] = []
-        try forEachRecord(databases.installations) { key, value throws(StoreError) in
-            let id = String(decoding: key, as: UTF8.self)
-            let installation = try Installation(id: id, decoding: value)
-            if installation.tokens.isEmpty || installation.updatedAt &+ installationMaxAge < now {
-                expiredInstallations.append(id)
-            }
-        }
-        for id in expiredInstallations { try removeInstallation(id) }
-        counts.installations = expiredInstallations.count
-
-        var expiredActivities: [String] = []
-        try forEachRecord(databases.activities) { key, value throws(StoreError) in
-            let activity = try ActivityRecord(id: String(decoding: key, as: UTF8.self), decoding: value)
-            if activity.expiresAt <= now { expiredActivities.append(activity.id) }
-        }
-        for id in expiredActivities { try removeActivity(id) }
-        counts.activities = expiredActivities.count
-
-        var expiredEvents: [[UInt8]] = []
-        try forEachRecord(databases.events) { key, value throws(StoreError) in
-            let progress = try EventProgress(eventKey: String(decoding: key, as: UTF8.self), decoding: value)
-            if progress.deadline &+ EventProgress.retentionMilliseconds < now { expiredEvents.append(Array(key)) }
-        }
-        for key in expiredEvents { try txn.delete(databases.events, key) }
-        counts.events = expiredEvents.count
-        return counts
-    }
-
-    private func forEachRecord(_ dbi: MDB_dbi, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws(StoreError) -> Void) throws(StoreError) {
-        let cursor = try txn.cursor(dbi)
-        defer { cursor.close() }
-        var position = try cursor.get(MDB_FIRST)
-        while let (key, value) = position {
-            try body(key, value)
-            position = try cursor.get(MDB_NEXT)
-        }
     }
 }

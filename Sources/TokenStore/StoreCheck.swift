@@ -28,41 +28,41 @@ extension TokenStore {
             var installations = 0
             var expectedTokens = 0
             var expectedTopicEntries = 0
-            let cursor = try txn.cursor(databases.installations)
-            defer { cursor.close() }
-            let topicCursor = try txn.cursor(databases.topics)
-            defer { topicCursor.close() }
-            var position = try cursor.get(MDB_FIRST)
-            while let (key, value) = position {
-                let id = String(decoding: key, as: UTF8.self)
-                installations += 1
-                let installation: Installation
-                do throws(StoreError) { installation = try Installation(id: id, decoding: value) } catch {
-                    problem(error.located(at: directory).description)
-                    position = try cursor.get(MDB_NEXT)
-                    continue
-                }
-                for (kind, token) in installation.tokens {
-                    expectedTokens += 1
-                    let tokenKey = StoreKeys.token(app: installation.app, environment: installation.environment, kind: kind, token: token)
-                    if let entry = try txn.get(databases.tokens, tokenKey) {
-                        if try StoreKeys.parseTokenValue(entry).installationID != id {
-                            problem("the \(kind.name) token …\(TokenStore.tail(token)) of installation '\(id)' is owned by another installation")
+            try txn.withCursor(databases.installations) { cursor throws(StoreError) in
+                try txn.withCursor(databases.topics) { topicCursor throws(StoreError) in
+                    var position = try cursor.get(MDB_FIRST)
+                    while let (key, value) = position {
+                        let id = String(decoding: key, as: UTF8.self)
+                        installations += 1
+                        let installation: Installation
+                        do throws(StoreError) { installation = try Installation(id: id, decoding: value) } catch {
+                            problem(error.located(at: directory).description)
+                            position = try cursor.get(MDB_NEXT)
+                            continue
                         }
-                    } else {
-                        problem("the \(kind.name) token …\(TokenStore.tail(token)) of installation '\(id)' is missing from the token index")
-                    }
-                    for topic in installation.topics {
-                        expectedTopicEntries += 1
-                        let topicKey = StoreKeys.topic(app: installation.app, environment: installation.environment,
-                                                       topic: topic.name, tokenLength: token.count)
-                        let entry = StoreKeys.topicEntry(minLevel: topic.minLevel, kind: kind, token: token)
-                        if try topicCursor.get(MDB_GET_BOTH, key: topicKey, value: entry) == nil {
-                            problem("the \(kind.name) token …\(TokenStore.tail(token)) of installation '\(id)' is missing from topic '\(topic.name)'")
+                        for (kind, token) in installation.tokens {
+                            expectedTokens += 1
+                            let tokenKey = StoreKeys.token(app: installation.app, environment: installation.environment, kind: kind, token: token)
+                            if let entry = try txn.get(databases.tokens, tokenKey) {
+                                if try StoreKeys.parseTokenValue(entry).installationID != id {
+                                    problem("the \(kind.name) token …\(TokenStore.tail(token)) of installation '\(id)' is owned by another installation")
+                                }
+                            } else {
+                                problem("the \(kind.name) token …\(TokenStore.tail(token)) of installation '\(id)' is missing from the token index")
+                            }
+                            for topic in installation.topics {
+                                expectedTopicEntries += 1
+                                let topicKey = StoreKeys.topic(app: installation.app, environment: installation.environment,
+                                                               topic: topic.name, tokenLength: token.count)
+                                let entry = StoreKeys.topicEntry(minLevel: topic.minLevel, kind: kind, token: token)
+                                if try topicCursor.get(MDB_GET_BOTH, key: topicKey, value: entry) == nil {
+                                    problem("the \(kind.name) token …\(TokenStore.tail(token)) of installation '\(id)' is missing from topic '\(topic.name)'")
+                                }
+                            }
                         }
+                        position = try cursor.get(MDB_NEXT)
                     }
                 }
-                position = try cursor.get(MDB_NEXT)
             }
             let tokens = try txn.count(databases.tokens)
             let topicEntries = try txn.count(databases.topics)
@@ -78,22 +78,22 @@ extension TokenStore {
                 problem("the activity index has \(activityIndex) entries for \(activities) activities")
             }
             for (name, dbi) in [("activity", databases.activities), ("channel", databases.channels), ("event", databases.events)] {
-                let records = try txn.cursor(dbi)
-                defer { records.close() }
-                var record = try records.get(MDB_FIRST)
-                while let (key, value) = record {
-                    do throws(StoreError) {
-                        switch name {
-                        case "activity": _ = try ActivityRecord(id: String(decoding: key, as: UTF8.self), decoding: value)
-                        case "channel":
-                            guard let parts = StoreKeys.parseChannel(key) else { throw StoreError.corrupt(path: directory, detail: "a channel key is malformed") }
-                            _ = try ChannelRecord(app: parts.app, environment: parts.environment, name: parts.name, decoding: value)
-                        default: _ = try EventProgress(eventKey: String(decoding: key, as: UTF8.self), decoding: value)
+                try txn.withCursor(dbi) { records throws(StoreError) in
+                    var record = try records.get(MDB_FIRST)
+                    while let (key, value) = record {
+                        do throws(StoreError) {
+                            switch name {
+                            case "activity": _ = try ActivityRecord(id: String(decoding: key, as: UTF8.self), decoding: value)
+                            case "channel":
+                                guard let parts = StoreKeys.parseChannel(key) else { throw StoreError.corrupt(path: directory, detail: "a channel key is malformed") }
+                                _ = try ChannelRecord(app: parts.app, environment: parts.environment, name: parts.name, decoding: value)
+                            default: _ = try EventProgress(eventKey: String(decoding: key, as: UTF8.self), decoding: value)
+                            }
+                        } catch {
+                            problem(error.located(at: directory).description)
                         }
-                    } catch {
-                        problem(error.located(at: directory).description)
+                        record = try records.get(MDB_NEXT)
                     }
-                    record = try records.get(MDB_NEXT)
                 }
             }
             return StoreCheckReport(schemaVersion: version, installations: installations, tokens: tokens,

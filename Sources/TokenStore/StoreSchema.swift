@@ -38,7 +38,7 @@ enum StoreSchema {
     struct Migration: Sendable {
         let from: UInt32
         let summary: String
-        let run: @Sendable (LMDBTransaction) throws(StoreError) -> Void
+        let run: @Sendable (borrowing LMDBTransaction) throws(StoreError) -> Void
     }
 
     /// Every migration, in order. Version 0 is an empty LMDB environment.
@@ -51,20 +51,20 @@ enum StoreSchema {
         Migration(from: 1, summary: "index activities by event key") { txn throws(StoreError) in
             let activities = try txn.openDatabase("activities", flags: 0, create: false)!
             let index = try txn.openDatabase("activity-events", flags: MDB_DUPSORT, create: true)!
-            let cursor = try txn.cursor(activities)
-            defer { cursor.close() }
-            var position = try cursor.get(MDB_FIRST)
-            while let (key, value) = position {
-                let activity = try ActivityRecord(id: String(decoding: key, as: UTF8.self), decoding: value)
-                try txn.put(index, Array(activity.eventKey.utf8), Array(key), flags: MDB_NODUPDATA)
-                position = try cursor.get(MDB_NEXT)
+            try txn.withCursor(activities) { cursor throws(StoreError) in
+                var position = try cursor.get(MDB_FIRST)
+                while let (key, value) = position {
+                    let activity = try ActivityRecord(id: String(decoding: key, as: UTF8.self), decoding: value)
+                    try txn.put(index, Array(activity.eventKey.utf8), Array(key), flags: MDB_NODUPDATA)
+                    position = try cursor.get(MDB_NEXT)
+                }
             }
         },
     ]
 
     /// Opens the schema inside `txn`, first migrating it when `migrate` (a write transaction).
     /// Returns the handles, or throws foreign/newer-schema/missing errors.
-    static func open(_ txn: LMDBTransaction, migrate: Bool) throws(StoreError) -> StoreDatabases {
+    static func open(_ txn: borrowing LMDBTransaction, migrate: Bool) throws(StoreError) -> StoreDatabases {
         var version = try storedVersion(txn)
         if version > currentVersion {
             throw StoreError.newerSchema(path: txn.path, found: version, supported: currentVersion)
@@ -97,7 +97,7 @@ enum StoreSchema {
 
     /// The schema version recorded in `meta`; 0 for an empty environment. An LMDB file with other
     /// content, or a `meta` without our marker, is foreign.
-    static func storedVersion(_ txn: LMDBTransaction) throws(StoreError) -> UInt32 {
+    static func storedVersion(_ txn: borrowing LMDBTransaction) throws(StoreError) -> UInt32 {
         guard let meta = try txn.openDatabase("meta", flags: 0, create: false) else {
             let main = try txn.openDatabase(nil, flags: 0, create: false)!
             if try txn.count(main) > 0 {
@@ -110,7 +110,7 @@ enum StoreSchema {
 
     /// The schema version, read through the open handle of `meta`. Reads of an open store use
     /// this one: `mdb_dbi_open` must not run in two transactions of one process at once.
-    static func storedVersion(_ txn: LMDBTransaction, meta: MDB_dbi) throws(StoreError) -> UInt32 {
+    static func storedVersion(_ txn: borrowing LMDBTransaction, meta: MDB_dbi) throws(StoreError) -> UInt32 {
         guard let marker = try txn.get(meta, formatKey), Array(marker) == formatMarker else {
             throw StoreError.foreign(path: txn.path, detail: "an LMDB database without Sokuho's format marker")
         }

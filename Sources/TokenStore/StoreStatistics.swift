@@ -54,7 +54,7 @@ extension TokenStore {
     }
 
     /// Tokens per (app, environment, kind): the key prefix up to the kind byte names the group.
-    private func countTokens(_ txn: LMDBTransaction) throws(StoreError) -> [StoreStatistics.TokenCount] {
+    private func countTokens(_ txn: borrowing LMDBTransaction) throws(StoreError) -> [StoreStatistics.TokenCount] {
         var result: [StoreStatistics.TokenCount] = []
         var group: [UInt8] = []
         var count = 0
@@ -62,43 +62,43 @@ extension TokenStore {
             guard count > 0, let parts = group.withUnsafeBytes({ StoreKeys.parseToken($0) }) else { return }
             result.append(.init(app: parts.app, environment: parts.environment, kind: parts.kind, count: count))
         }
-        let cursor = try txn.cursor(databases.tokens)
-        defer { cursor.close() }
-        var position = try cursor.get(MDB_FIRST)
-        while let (key, _) = position {
-            guard let nul = key.firstIndex(of: 0), key.count > nul + 2 else {
-                throw StoreError.corrupt(path: directory, detail: "a token key is malformed")
+        try txn.withCursor(databases.tokens) { cursor throws(StoreError) in
+            var position = try cursor.get(MDB_FIRST)
+            while let (key, _) = position {
+                guard let nul = key.firstIndex(of: 0), key.count > nul + 2 else {
+                    throw StoreError.corrupt(path: directory, detail: "a token key is malformed")
+                }
+                let groupLength = nul + 3
+                if group.count != groupLength || !group.withUnsafeBytes({ memcmp($0.baseAddress!, key.baseAddress!, groupLength) == 0 }) {
+                    flush()
+                    group = Array(key[..<groupLength])
+                    count = 0
+                }
+                count += 1
+                position = try cursor.get(MDB_NEXT)
             }
-            let groupLength = nul + 3
-            if group.count != groupLength || !group.withUnsafeBytes({ memcmp($0.baseAddress!, key.baseAddress!, groupLength) == 0 }) {
-                flush()
-                group = Array(key[..<groupLength])
-                count = 0
-            }
-            count += 1
-            position = try cursor.get(MDB_NEXT)
         }
         flush()
         return result
     }
 
     /// Tokens per topic: one duplicate count per key, summed over the token-length keys.
-    private func countTopics(_ txn: LMDBTransaction) throws(StoreError) -> [StoreStatistics.TopicCount] {
+    private func countTopics(_ txn: borrowing LMDBTransaction) throws(StoreError) -> [StoreStatistics.TopicCount] {
         var result: [StoreStatistics.TopicCount] = []
-        let cursor = try txn.cursor(databases.topics)
-        defer { cursor.close() }
-        var position = try cursor.get(MDB_FIRST)
-        while let (key, _) = position {
-            guard let parts = StoreKeys.parseTopic(key) else {
-                throw StoreError.corrupt(path: directory, detail: "a topic key is malformed")
+        try txn.withCursor(databases.topics) { cursor throws(StoreError) in
+            var position = try cursor.get(MDB_FIRST)
+            while let (key, _) = position {
+                guard let parts = StoreKeys.parseTopic(key) else {
+                    throw StoreError.corrupt(path: directory, detail: "a topic key is malformed")
+                }
+                let count = try cursor.duplicateCount()
+                if let last = result.last, last.app == parts.app, last.environment == parts.environment, last.topic == parts.topic {
+                    result[result.count - 1] = .init(app: last.app, environment: last.environment, topic: last.topic, count: last.count + count)
+                } else {
+                    result.append(.init(app: parts.app, environment: parts.environment, topic: parts.topic, count: count))
+                }
+                position = try cursor.get(MDB_NEXT_NODUP)
             }
-            let count = try cursor.duplicateCount()
-            if let last = result.last, last.app == parts.app, last.environment == parts.environment, last.topic == parts.topic {
-                result[result.count - 1] = .init(app: last.app, environment: last.environment, topic: last.topic, count: last.count + count)
-            } else {
-                result.append(.init(app: parts.app, environment: parts.environment, topic: parts.topic, count: count))
-            }
-            position = try cursor.get(MDB_NEXT_NODUP)
         }
         return result
     }

@@ -32,13 +32,12 @@ final class StoreWriter: @unchecked Sendable {
         self.maximumBatch = maximumBatch
         let context = Unmanaged.passRetained(self).toOpaque()
         var handle = pthread_t()
-        let rc = pthread_create(&handle, nil, { context in
+        // Without a thread no write could ever complete: that is a broken process, not a user error.
+        Posix.expect(pthread: pthread_create(&handle, nil, { context in
             let writer = Unmanaged<StoreWriter>.fromOpaque(context!).takeRetainedValue()
             writer.run()
             return nil
-        }, context)
-        // Without a thread no write could ever complete: that is a broken process, not a user error.
-        precondition(rc == 0, "cannot start the token store's writer thread (error \(rc))")
+        }, context), "pthread_create (the token store's writer thread)")
         thread = handle
     }
 
@@ -53,7 +52,12 @@ final class StoreWriter: @unchecked Sendable {
     func stop() {
         stopLock.locked {
             queue.close()
-            if let thread { pthread_join(thread, nil) }
+            // From a `done` callback that drops the last reference to the store, this runs on the
+            // writer thread itself, which cannot join itself (EDEADLK): the queue is closed, so its
+            // loop ends after the current batch. Any other failure of the join is a bug.
+            if let thread, !Posix.isCurrentThread(thread) {
+                Posix.expect(pthread: pthread_join(thread, nil), "pthread_join (the writer thread)")
+            }
             thread = nil
         }
     }
@@ -86,16 +90,10 @@ final class StoreWriter: @unchecked Sendable {
             try writerLock.acquire()
             defer { writerLock.release() }
             let attempt: Result<[WriteOutcome], StoreError> = mapGuard.sharedResult { () throws(StoreError) in
-                let txn = try environment.begin(readOnly: false)
-                let outcomes: [WriteOutcome]
-                do throws(StoreError) {
-                    let update = RegistryUpdate(txn: txn, databases: databases)
-                    outcomes = try update.apply(batch: batch.flatMap(\.operations))
-                } catch {
-                    txn.abort()
-                    throw error
-                }
-                try txn.commit() // frees the transaction on failure too
+                let update = RegistryUpdate(txn: try environment.begin(readOnly: false), databases: databases)
+                // A throw (MDB_MAP_FULL above all) drops `update`, which aborts its transaction.
+                let outcomes = try update.apply(batch: batch.flatMap(\.operations))
+                try update.commit()
                 return outcomes
             }
             switch attempt {

@@ -1,5 +1,9 @@
 import Glibc
 
+// Over 300 lines on purpose: one parser for one line shape, whose scanning steps (strings with
+// every escape, hex tokens, topics) are private to it and read top to bottom as the grammar.
+// Split across files they would have to become module-visible, for no reader's gain.
+
 /// Parses one line of a token file (`sokuho tokens import`) straight from its bytes:
 ///
 ///     {"installationId":"…","app":"com.example.eew","environment":"sandbox","kind":"pushToStart",

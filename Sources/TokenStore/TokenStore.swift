@@ -54,7 +54,7 @@ public final class TokenStore: @unchecked Sendable {
         // A writing store migrates under the writer lock, so two processes never both migrate.
         var lock: WriterLock?
         if !options.readOnly {
-            environment.clearStaleReaders()
+            try environment.clearStaleReaders()
             lock = try WriterLock(directory: directory, timeout: options.lockTimeout)
             try lock?.acquire()
         }
@@ -63,11 +63,10 @@ public final class TokenStore: @unchecked Sendable {
         do {
             databases = try StoreSchema.open(txn, migrate: !options.readOnly)
         } catch {
-            txn.abort()
-            throw error.located(at: directory)
+            throw error.located(at: directory) // drops `txn`: aborted, nothing migrated
         }
         // Committing (even a read-only transaction) keeps the database handles for later
-        // transactions. A failed commit has freed the transaction: no abort after it.
+        // transactions.
         try txn.commit()
         if let lock {
             writer = StoreWriter(environment: environment, databases: databases, mapGuard: mapGuard,
@@ -124,11 +123,11 @@ public final class TokenStore: @unchecked Sendable {
     // MARK: Reading
 
     /// Runs `body` in a fresh read-only transaction (never blocked by the writer).
-    func read<T>(_ body: (LMDBTransaction) throws(StoreError) -> T) throws(StoreError) -> T {
+    /// The transaction is aborted when `body` returns (reads commit nothing).
+    func read<T>(_ body: (borrowing LMDBTransaction) throws(StoreError) -> T) throws(StoreError) -> T {
         while true {
             let result = mapGuard.sharedResult { () throws(StoreError) -> T in
                 let txn = try environment.begin(readOnly: true)
-                defer { txn.abort() }
                 return try body(txn)
             }
             switch result {
@@ -139,119 +138,6 @@ public final class TokenStore: @unchecked Sendable {
             case let .failure(error): throw error.located(at: directory)
             }
         }
-    }
-
-    public func installation(id: String) throws(StoreError) -> Installation? {
-        try read { txn throws(StoreError) in
-            guard let bytes = try txn.get(databases.installations, Array(id.utf8)) else { return nil }
-            return try Installation(id: id, decoding: bytes)
-        }
-    }
-
-    /// Who holds a token, and since when (ms): what a 410's timestamp is compared with.
-    public func tokenOwner(app: String, environment: PushEnvironment, kind: TokenKind, token: [UInt8]) throws(StoreError)
-        -> (installationID: String, registeredAt: UInt64)? {
-        try read { txn throws(StoreError) in
-            let key = StoreKeys.token(app: app, environment: environment, kind: kind, token: token)
-            guard let value = try txn.get(databases.tokens, key) else { return nil }
-            let (registeredAt, owner) = try StoreKeys.parseTokenValue(value)
-            return (owner, registeredAt)
-        }
-    }
-
-    public func activity(id: String) throws(StoreError) -> ActivityRecord? {
-        try read { txn throws(StoreError) in
-            guard let bytes = try txn.get(databases.activities, Array(id.utf8)) else { return nil }
-            return try ActivityRecord(id: id, decoding: bytes)
-        }
-    }
-
-    /// The running activities showing `eventKey` (where an iOS 17 update or end goes), by id.
-    public func activities(eventKey: String) throws(StoreError) -> [ActivityRecord] {
-        try read { txn throws(StoreError) in
-            let cursor = try txn.cursor(databases.activityEvents)
-            defer { cursor.close() }
-            var ids: [String] = []
-            var position = try cursor.get(MDB_SET_KEY, key: Array(eventKey.utf8))
-            while let (_, value) = position {
-                ids.append(String(decoding: value, as: UTF8.self))
-                position = try cursor.get(MDB_NEXT_DUP)
-            }
-            var result: [ActivityRecord] = []
-            for id in ids {
-                guard let bytes = try txn.get(databases.activities, Array(id.utf8)) else {
-                    throw StoreError.corrupt(path: directory, detail: "activity '\(id)' of event '\(eventKey)' is missing")
-                }
-                result.append(try ActivityRecord(id: id, decoding: bytes))
-            }
-            return result
-        }
-    }
-
-    /// The channels of an app in an environment, by name.
-    public func channels(app: String, environment: PushEnvironment) throws(StoreError) -> [ChannelRecord] {
-        try read { txn throws(StoreError) in
-            let prefix = StoreKeys.channel(app: app, environment: environment, name: "")
-            let cursor = try txn.cursor(databases.channels)
-            defer { cursor.close() }
-            var result: [ChannelRecord] = []
-            var position = try cursor.get(MDB_SET_RANGE, key: prefix)
-            while let (key, value) = position, key.count >= prefix.count, Array(key[..<prefix.count]) == prefix {
-                let name = String(decoding: key[prefix.count...], as: UTF8.self)
-                result.append(try ChannelRecord(app: app, environment: environment, name: name, decoding: value))
-                position = try cursor.get(MDB_NEXT)
-            }
-            return result
-        }
-    }
-
-    public func channel(app: String, environment: PushEnvironment, name: String) throws(StoreError) -> ChannelRecord? {
-        try read { txn throws(StoreError) in
-            guard let bytes = try txn.get(databases.channels, StoreKeys.channel(app: app, environment: environment, name: name)) else { return nil }
-            return try ChannelRecord(app: app, environment: environment, name: name, decoding: bytes)
-        }
-    }
-
-    public func eventProgress(eventKey: String) throws(StoreError) -> EventProgress? {
-        try read { txn throws(StoreError) in
-            guard let bytes = try txn.get(databases.events, Array(eventKey.utf8)) else { return nil }
-            return try EventProgress(eventKey: eventKey, decoding: bytes)
-        }
-    }
-
-    /// Calls `body` for every installation in id order, reading `chunk` at a time in short read
-    /// transactions, so a long export neither pins old pages nor holds up a map growth.
-    public func forEachInstallation(chunk: Int = 1000, _ body: (Installation) throws(StoreError) -> Void) throws(StoreError) {
-        var after: [UInt8]?
-        while true {
-            let installations: [Installation] = try read { txn throws(StoreError) in
-                let cursor = try txn.cursor(databases.installations)
-                defer { cursor.close() }
-                var position: (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)?
-                if let after {
-                    position = try cursor.get(MDB_SET_RANGE, key: after)
-                    if let current = position, Array(current.key) == after { position = try cursor.get(MDB_NEXT) }
-                } else {
-                    position = try cursor.get(MDB_FIRST)
-                }
-                var result: [Installation] = []
-                while let (key, value) = position, result.count < chunk {
-                    result.append(try Installation(id: String(decoding: key, as: UTF8.self), decoding: value))
-                    position = try cursor.get(MDB_NEXT)
-                }
-                return result
-            }
-            for installation in installations { try body(installation) }
-            guard installations.count == chunk, let last = installations.last else { return }
-            after = Array(last.id.utf8)
-        }
-    }
-
-    /// Streams the targets of an event of `level` on `topic`: see `TopicScan`.
-    public func scanTopic(app: String, environment: PushEnvironment, topic: String, level: UInt8,
-                          kind: TokenKind? = nil, after watermark: TopicWatermark? = nil, batch: Int = 4096) -> TopicScan {
-        TopicScan(store: self, prefix: StoreKeys.topicPrefix(app: app, environment: environment, topic: topic),
-                  level: level, kind: kind, watermark: watermark, batchSize: batch)
     }
 
     /// The schema version this store has (always `StoreSchema.currentVersion` once open).

@@ -86,9 +86,7 @@ public final class TopicScan {
         guard !finished else { return false }
         let store = self.store
         let (newWatermark, done) = try store.read { txn throws(StoreError) in
-            let cursor = try txn.cursor(store.databases.topics)
-            defer { cursor.close() }
-            return try fill(&batch, cursor: cursor)
+            try txn.withCursor(store.databases.topics) { cursor throws(StoreError) in try fill(&batch, cursor: cursor) }
         }
         watermark = newWatermark
         batch.watermark = newWatermark
@@ -97,7 +95,7 @@ public final class TopicScan {
     }
 
     /// Reads from the cursor into `batch`; returns the watermark and whether the topic is done.
-    private func fill(_ batch: inout TargetBatch, cursor: LMDBCursor) throws(StoreError) -> (TopicWatermark?, Bool) {
+    private func fill(_ batch: inout TargetBatch, cursor: borrowing LMDBCursor) throws(StoreError) -> (TopicWatermark?, Bool) {
         // The last entry handed out or skipped, pointing into the map (copied only on return).
         var last: (length: UInt8, entry: UnsafeRawBufferPointer)?
         func mark() -> TopicWatermark? {

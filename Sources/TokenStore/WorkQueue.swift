@@ -10,28 +10,28 @@ final class ConditionLock: @unchecked Sendable {
     init() {
         mutex = .allocate(capacity: 1)
         condition = .allocate(capacity: 1)
-        pthread_mutex_init(mutex, nil)
-        pthread_cond_init(condition, nil)
+        Posix.expect(pthread: pthread_mutex_init(mutex, nil), "pthread_mutex_init")
+        Posix.expect(pthread: pthread_cond_init(condition, nil), "pthread_cond_init")
     }
 
     deinit {
-        pthread_cond_destroy(condition)
-        pthread_mutex_destroy(mutex)
+        Posix.expect(pthread: pthread_cond_destroy(condition), "pthread_cond_destroy")
+        Posix.expect(pthread: pthread_mutex_destroy(mutex), "pthread_mutex_destroy")
         mutex.deallocate()
         condition.deallocate()
     }
 
     /// Runs `body` with the mutex held.
     func locked<T>(_ body: () -> T) -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        Posix.expect(pthread: pthread_mutex_lock(mutex), "pthread_mutex_lock")
+        defer { Posix.expect(pthread: pthread_mutex_unlock(mutex), "pthread_mutex_unlock") }
         return body()
     }
 
     /// With the mutex held: sleeps until signalled (the mutex is released while waiting).
-    func wait() { pthread_cond_wait(condition, mutex) }
+    func wait() { Posix.expect(pthread: pthread_cond_wait(condition, mutex), "pthread_cond_wait") }
     /// With the mutex held: wakes the waiters.
-    func broadcast() { pthread_cond_broadcast(condition) }
+    func broadcast() { Posix.expect(pthread: pthread_cond_broadcast(condition), "pthread_cond_broadcast") }
 }
 
 /// A FIFO of pending work with a blocking `take`, shared by callers and the writer thread.

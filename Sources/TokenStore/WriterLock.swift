@@ -18,24 +18,25 @@ final class WriterLock: @unchecked Sendable {
         self.timeout = timeout
     }
 
-    deinit { close(descriptor) }
+    deinit { Posix.expect(close(descriptor), "close (writer.lock)", tolerating: [EINTR, EIO]) }
 
     /// Takes the lock, polling every 10 ms until `timeout` has passed.
     func acquire() throws(StoreError) {
         let start = WriterLock.now()
-        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
-            guard errno == EWOULDBLOCK || errno == EINTR else { throw StoreError.from(errno, path: directory) }
+        while try !Posix.succeeded(flock(descriptor, LOCK_EX | LOCK_NB), "flock (writer.lock)",
+                                   retrying: [EWOULDBLOCK, EINTR], at: directory) {
             let waited = WriterLock.now() - start
             if waited >= timeout { throw StoreError.locked(path: directory, waitedSeconds: waited) }
-            usleep(10_000)
+            Posix.expect(usleep(10_000), "usleep", tolerating: [EINTR])
         }
     }
 
-    func release() { _ = flock(descriptor, LOCK_UN) }
+    /// Unlocking never blocks, so it cannot fail on a descriptor this lock owns: a failure is a bug.
+    func release() { Posix.expect(flock(descriptor, LOCK_UN), "flock (unlock writer.lock)") }
 
     private static func now() -> Double {
         var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
+        Posix.expect(clock_gettime(CLOCK_MONOTONIC, &time), "clock_gettime")
         return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 }

@@ -1,0 +1,93 @@
+import CLMDB
+
+/// The removing half of `RegistryUpdate`: a token dropped from its installation (rotation, a
+/// takeover, a 410), whole installations and activities, and the expiry sweep. Every removal
+/// takes the index entries with it, so `TokenStore.check()` stays consistent.
+extension RegistryUpdate {
+    /// The installation loses its token of `kind`: the record and every index entry of it.
+    func dropToken(of installation: Installation, kind: TokenKind) throws(StoreError) {
+        try unindexToken(of: installation, kind: kind)
+        var changed = installation
+        changed.setToken(nil, kind: kind)
+        try save(changed)
+    }
+
+    /// Removes the `tokens` entry and the `topics` entries of the installation's token of `kind`.
+    func unindexToken(of installation: Installation, kind: TokenKind) throws(StoreError) {
+        guard let token = installation.token(kind) else { return }
+        try txn.delete(databases.tokens, tokenKey(installation, kind, token))
+        for (topicKey, entry) in topicEntries(installation, kind: kind, token: token) {
+            try txn.delete(databases.topics, topicKey, value: entry)
+        }
+    }
+
+    func removeToken(app: String, environment: PushEnvironment, kind: TokenKind, token: [UInt8],
+                             registeredBefore: UInt64?) throws(StoreError) -> Bool {
+        let key = StoreKeys.token(app: app, environment: environment, kind: kind, token: token)
+        guard let value = try txn.get(databases.tokens, key) else { return false }
+        let (registeredAt, owner) = try StoreKeys.parseTokenValue(value)
+        if let registeredBefore, registeredAt >= registeredBefore { return false }
+        if let installation = try installation(owner), installation.token(kind) == token {
+            try dropToken(of: installation, kind: kind)
+        } else {
+            try txn.delete(databases.tokens, key)
+        }
+        return true
+    }
+
+    /// Removes an activity and its event index entry.
+    func removeActivity(_ id: String) throws(StoreError) {
+        let key = Array(id.utf8)
+        guard let bytes = try txn.get(databases.activities, key) else { return }
+        let activity = try ActivityRecord(id: id, decoding: bytes)
+        try txn.delete(databases.activityEvents, Array(activity.eventKey.utf8), value: key)
+        try txn.delete(databases.activities, key)
+    }
+
+    func removeInstallation(_ id: String) throws(StoreError) {
+        guard let installation = try installation(id) else { return }
+        for kind in TokenKind.allCases { try unindexToken(of: installation, kind: kind) }
+        try txn.delete(databases.installations, Array(id.utf8))
+    }
+
+    func sweep(now: UInt64, installationMaxAge: UInt64) throws(StoreError) -> SweepCounts {
+        var counts = SweepCounts()
+        var expiredInstallations: [String] = []
+        try forEachRecord(databases.installations) { key, value throws(StoreError) in
+            let id = String(decoding: key, as: UTF8.self)
+            let installation = try Installation(id: id, decoding: value)
+            if installation.tokens.isEmpty || installation.updatedAt &+ installationMaxAge < now {
+                expiredInstallations.append(id)
+            }
+        }
+        for id in expiredInstallations { try removeInstallation(id) }
+        counts.installations = expiredInstallations.count
+
+        var expiredActivities: [String] = []
+        try forEachRecord(databases.activities) { key, value throws(StoreError) in
+            let activity = try ActivityRecord(id: String(decoding: key, as: UTF8.self), decoding: value)
+            if activity.expiresAt <= now { expiredActivities.append(activity.id) }
+        }
+        for id in expiredActivities { try removeActivity(id) }
+        counts.activities = expiredActivities.count
+
+        var expiredEvents: [[UInt8]] = []
+        try forEachRecord(databases.events) { key, value throws(StoreError) in
+            let progress = try EventProgress(eventKey: String(decoding: key, as: UTF8.self), decoding: value)
+            if progress.deadline &+ EventProgress.retentionMilliseconds < now { expiredEvents.append(Array(key)) }
+        }
+        for key in expiredEvents { try txn.delete(databases.events, key) }
+        counts.events = expiredEvents.count
+        return counts
+    }
+
+    private func forEachRecord(_ dbi: MDB_dbi, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws(StoreError) -> Void) throws(StoreError) {
+        try txn.withCursor(dbi) { cursor throws(StoreError) in
+            var position = try cursor.get(MDB_FIRST)
+            while let (key, value) = position {
+                try body(key, value)
+                position = try cursor.get(MDB_NEXT)
+            }
+        }
+    }
+}

@@ -1,0 +1,119 @@
+import CLMDB
+
+/// The store's lookups: records by key, the activities of an event, channels, a paged walk over
+/// every installation, and topic scans. Each runs in its own read transaction (`read`).
+extension TokenStore {
+    public func installation(id: String) throws(StoreError) -> Installation? {
+        try read { txn throws(StoreError) in
+            guard let bytes = try txn.get(databases.installations, Array(id.utf8)) else { return nil }
+            return try Installation(id: id, decoding: bytes)
+        }
+    }
+
+    /// Who holds a token, and since when (ms): what a 410's timestamp is compared with.
+    public func tokenOwner(app: String, environment: PushEnvironment, kind: TokenKind, token: [UInt8]) throws(StoreError)
+        -> (installationID: String, registeredAt: UInt64)? {
+        try read { txn throws(StoreError) in
+            let key = StoreKeys.token(app: app, environment: environment, kind: kind, token: token)
+            guard let value = try txn.get(databases.tokens, key) else { return nil }
+            let (registeredAt, owner) = try StoreKeys.parseTokenValue(value)
+            return (owner, registeredAt)
+        }
+    }
+
+    public func activity(id: String) throws(StoreError) -> ActivityRecord? {
+        try read { txn throws(StoreError) in
+            guard let bytes = try txn.get(databases.activities, Array(id.utf8)) else { return nil }
+            return try ActivityRecord(id: id, decoding: bytes)
+        }
+    }
+
+    /// The running activities showing `eventKey` (where an iOS 17 update or end goes), by id.
+    public func activities(eventKey: String) throws(StoreError) -> [ActivityRecord] {
+        try read { txn throws(StoreError) in
+            let ids = try txn.withCursor(databases.activityEvents) { cursor throws(StoreError) in
+                var ids: [String] = []
+                var position = try cursor.get(MDB_SET_KEY, key: Array(eventKey.utf8))
+                while let (_, value) = position {
+                    ids.append(String(decoding: value, as: UTF8.self))
+                    position = try cursor.get(MDB_NEXT_DUP)
+                }
+                return ids
+            }
+            var result: [ActivityRecord] = []
+            for id in ids {
+                guard let bytes = try txn.get(databases.activities, Array(id.utf8)) else {
+                    throw StoreError.corrupt(path: directory, detail: "activity '\(id)' of event '\(eventKey)' is missing")
+                }
+                result.append(try ActivityRecord(id: id, decoding: bytes))
+            }
+            return result
+        }
+    }
+
+    /// The channels of an app in an environment, by name.
+    public func channels(app: String, environment: PushEnvironment) throws(StoreError) -> [ChannelRecord] {
+        try read { txn throws(StoreError) in
+            let prefix = StoreKeys.channel(app: app, environment: environment, name: "")
+            return try txn.withCursor(databases.channels) { cursor throws(StoreError) in
+                var result: [ChannelRecord] = []
+                var position = try cursor.get(MDB_SET_RANGE, key: prefix)
+                while let (key, value) = position, key.count >= prefix.count, Array(key[..<prefix.count]) == prefix {
+                    let name = String(decoding: key[prefix.count...], as: UTF8.self)
+                    result.append(try ChannelRecord(app: app, environment: environment, name: name, decoding: value))
+                    position = try cursor.get(MDB_NEXT)
+                }
+                return result
+            }
+        }
+    }
+
+    public func channel(app: String, environment: PushEnvironment, name: String) throws(StoreError) -> ChannelRecord? {
+        try read { txn throws(StoreError) in
+            guard let bytes = try txn.get(databases.channels, StoreKeys.channel(app: app, environment: environment, name: name)) else { return nil }
+            return try ChannelRecord(app: app, environment: environment, name: name, decoding: bytes)
+        }
+    }
+
+    public func eventProgress(eventKey: String) throws(StoreError) -> EventProgress? {
+        try read { txn throws(StoreError) in
+            guard let bytes = try txn.get(databases.events, Array(eventKey.utf8)) else { return nil }
+            return try EventProgress(eventKey: eventKey, decoding: bytes)
+        }
+    }
+
+    /// Calls `body` for every installation in id order, reading `chunk` at a time in short read
+    /// transactions, so a long export neither pins old pages nor holds up a map growth.
+    public func forEachInstallation(chunk: Int = 1000, _ body: (Installation) throws(StoreError) -> Void) throws(StoreError) {
+        var after: [UInt8]?
+        while true {
+            let installations: [Installation] = try read { txn throws(StoreError) in
+                try txn.withCursor(databases.installations) { cursor throws(StoreError) in
+                    var position: (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)?
+                    if let after {
+                        position = try cursor.get(MDB_SET_RANGE, key: after)
+                        if let current = position, Array(current.key) == after { position = try cursor.get(MDB_NEXT) }
+                    } else {
+                        position = try cursor.get(MDB_FIRST)
+                    }
+                    var result: [Installation] = []
+                    while let (key, value) = position, result.count < chunk {
+                        result.append(try Installation(id: String(decoding: key, as: UTF8.self), decoding: value))
+                        position = try cursor.get(MDB_NEXT)
+                    }
+                    return result
+                }
+            }
+            for installation in installations { try body(installation) }
+            guard installations.count == chunk, let last = installations.last else { return }
+            after = Array(last.id.utf8)
+        }
+    }
+
+    /// Streams the targets of an event of `level` on `topic`: see `TopicScan`.
+    public func scanTopic(app: String, environment: PushEnvironment, topic: String, level: UInt8,
+                          kind: TokenKind? = nil, after watermark: TopicWatermark? = nil, batch: Int = 4096) -> TopicScan {
+        TopicScan(store: self, prefix: StoreKeys.topicPrefix(app: app, environment: environment, topic: topic),
+                  level: level, kind: kind, watermark: watermark, batchSize: batch)
+    }
+}
