@@ -24,26 +24,30 @@ let package = Package(
         // Crypto on mbedTLS: SHA-256, .p8 keys, ES256 provider tokens and their generations, the
         // simulator's certificate authority, TLS configuration. JSONCore parses JWT headers and claims.
         .target(name: "Crypto", dependencies: ["CMbedTLS", "JSONCore"]),
-        // HTTP/2 framing on nghttp2.
-        .target(name: "HTTP2", dependencies: ["CNghttp2", "CSystem", "CMbedTLS", "Crypto"]),
+        // The runtime floor: an epoll loop per thread with a timer heap, checked system calls, owned
+        // file descriptors, name resolution off the loop, Happy Eyeballs connects. No TLS, no HTTP.
+        .target(name: "IO", dependencies: ["CSystem"]),
+        // HTTP/2 over TLS: a sans-I/O session on nghttp2 (bytes in, events out) shared by the client
+        // and server connections. Generic: nothing about APNs.
+        .target(name: "HTTP2", dependencies: ["IO", "CNghttp2", "CSystem", "CMbedTLS", "Crypto"]),
         // The LMDB token store.
         // APNs: for DeviceToken.maximumByteCount, the one bound on a token's length.
         .target(name: "TokenStore", dependencies: ["CLMDB", "JSONCore", "APNs"]),
         // The command line: one table-driven parser, one file per sub-command.
-        .target(name: "SokuhoCLI", dependencies: ["JSONCore", "APNs", "Crypto", "HTTP2", "Sender", "Simulator", "TokenStore"]),
+        .target(name: "SokuhoCLI", dependencies: ["JSONCore", "APNs", "Crypto", "IO", "HTTP2", "Sender", "Simulator", "TokenStore"]),
         // The sending engine: connection pool, push jobs, retries, outcomes.
-        .target(name: "Sender", dependencies: ["APNs", "HTTP2", "Crypto"]),
+        .target(name: "Sender", dependencies: ["APNs", "IO", "HTTP2", "Crypto"]),
         // The APNs look-alike for tests, demo and benchmarks.
-        .target(name: "Simulator", dependencies: ["APNs", "HTTP2", "Crypto", "JSONCore"]),
+        .target(name: "Simulator", dependencies: ["APNs", "IO", "HTTP2", "Crypto", "JSONCore"]),
         .executableTarget(name: "sokuho", dependencies: ["SokuhoCLI"]),
 
         .testTarget(name: "CLibraryTests", dependencies: ["CMbedTLS", "CNghttp2", "CLMDB", "Crypto", "HTTP2", "TokenStore"]),
         .testTarget(name: "SokuhoCLITests", dependencies: ["SokuhoCLI"]),
-        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "Crypto"]),
+        .testTarget(name: "HTTP2Tests", dependencies: ["IO", "HTTP2", "Crypto", "CNghttp2"]),
         // End to end: the simulator on loopback, driven by the CLI in-process, raw HTTP/2 and curl.
-        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "SokuhoCLI", "APNs", "Crypto", "HTTP2", "JSONCore"]),
+        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "SokuhoCLI", "APNs", "Crypto", "IO", "HTTP2", "JSONCore"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "JSONCore"]),
-        .testTarget(name: "SenderTests", dependencies: ["Sender", "Simulator", "HTTP2", "Crypto", "APNs"]),
+        .testTarget(name: "SenderTests", dependencies: ["Sender", "Simulator", "IO", "HTTP2", "Crypto", "APNs"]),
         // Keys, JWTs and certificates checked against independent implementations (openssl, Python).
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "CMbedTLS"], exclude: ["Fixtures"]),
         .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "JSONCore"]),

@@ -2,13 +2,14 @@
 import Glibc
 #endif
 import Crypto
+import IO
 
 /// A TLS + HTTP/2 listener on one event loop: accepts connections and gives each to the handler.
 public final class HTTP2Server: EventLoopSource, @unchecked Sendable {
     // @unchecked: used only on its loop's thread after `start`.
     public let loop: EventLoop
     public let address: SocketAddress
-    private let listenFD: Int32
+    private let listener: Socket.Listener
     private let tls: TLSConfiguration
     private let handler: HTTP2RequestHandler
     private var connections: [ObjectIdentifier: ServerConnection] = [:]
@@ -23,10 +24,9 @@ public final class HTTP2Server: EventLoopSource, @unchecked Sendable {
         self.tls = tls
         self.handler = handler
         self.maximumStreams = maximumStreams
-        (listenFD, address) = try Socket.listen(host: host, port: port, reusePort: reusePort)
+        listener = try Socket.listen(host: host, port: port, reusePort: reusePort)
+        address = listener.address
     }
-
-    deinit { Glibc.close(listenFD) }
 
     public var port: Int { address.port }
 
@@ -43,25 +43,25 @@ public final class HTTP2Server: EventLoopSource, @unchecked Sendable {
     /// Every open connection (the simulator's fault injection walks them).
     public var openConnections: [ServerConnection] { Array(connections.values) }
 
-    public var fileDescriptor: Int32 { listenFD }
-    public func prepare(now: UInt64) -> Bool { false }
-    public func tick(now: UInt64) {}
+    public var fileDescriptor: Int32 { listener.descriptor.rawValue }
+    public func prepare(now: MonotonicInstant) -> Bool { false }
 
-    public func handle(events: UInt32, now: UInt64) {
+    public func handle(events: UInt32, now: MonotonicInstant) {
         while true {
-            let fd = accept(listenFD, nil, nil)
-            if fd < 0 { return }
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            Socket.setNoDelay(fd)
-            do {
-                let connection = try ServerConnection(loop: loop, fd: fd, id: nextID, tls: tls, handler: self.tracking, maximumStreams: maximumStreams)
-                nextID += 1
-                connections[ObjectIdentifier(connection)] = connection
-                loop.add(connection)
+            let socket: FileDescriptor
+            do throws(TransportError) {
+                guard let accepted = try Socket.accept(listener.descriptor.rawValue) else { return }
+                socket = accepted
             } catch {
-                Glibc.close(fd)
+                // Out of descriptors or memory: stop for this turn, the listener stays readable.
+                return
             }
+            // A handshake set-up that fails closes the socket with `socket` (still its owner then).
+            guard let connection = try? ServerConnection(loop: loop, socket: socket, id: nextID, tls: tls, handler: self.tracking,
+                                                         maximumStreams: maximumStreams) else { continue }
+            nextID += 1
+            connections[ObjectIdentifier(connection)] = connection
+            loop.add(connection)
         }
     }
 

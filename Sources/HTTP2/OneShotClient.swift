@@ -1,3 +1,4 @@
+import IO
 /// A request for `OneShotClient`.
 public struct ClientRequest: Sendable {
     public var method: StaticString
@@ -24,10 +25,13 @@ public enum ClientResult: Sendable {
 /// event loop on the calling thread.
 public enum OneShotClient {
     /// The results in request order, or the error that kept the connection from opening.
+    /// `streamsUntilFirstSuccess` caps the streams in flight until a request is answered with 2xx
+    /// (APNs allows one on a new token connection; nil: only the server's SETTINGS count).
     public static func perform(_ requests: [ClientRequest], options: ClientConnectionOptions, authorization: String?,
-                               timeout: UInt64 = 30_000_000_000) -> Result<[ClientResult], TransportError> {
+                               timeout: Duration = .seconds(30), streamsUntilFirstSuccess: Int? = nil) -> Result<[ClientResult], TransportError> {
         let loop = EventLoop(name: "sokuho-client")
         let driver = Driver(requests: requests, loop: loop, timeout: timeout)
+        driver.streamsUntilFirstSuccess = streamsUntilFirstSuccess
         let connection = ClientConnection(loop: loop, options: options)
         connection.delegate = driver
         if let authorization { connection.setAuthorization(authorization) }
@@ -40,8 +44,12 @@ public enum OneShotClient {
     private final class Driver: ClientConnectionDelegate {
         let requests: [ClientRequest]
         let loop: EventLoop
-        let deadline: UInt64
+        let deadline: MonotonicInstant
         var next = 0
+        var streamsUntilFirstSuccess: Int?
+        var hadSuccess = false
+        /// Which request each stream handle carries.
+        var requestOfStream: [Int: Int] = [:]
         var results: [ClientResult?]
         var remaining: Int
         var openError: TransportError?
@@ -49,10 +57,10 @@ public enum OneShotClient {
         let lists: [HeaderList]
         let bodies: [SharedBytes?]
 
-        init(requests: [ClientRequest], loop: EventLoop, timeout: UInt64) {
+        init(requests: [ClientRequest], loop: EventLoop, timeout: Duration) {
             self.requests = requests
             self.loop = loop
-            deadline = MonotonicClock.nanoseconds() &+ timeout
+            deadline = MonotonicInstant.now() + timeout
             results = Array(repeating: nil, count: requests.count)
             remaining = requests.count
             lists = requests.map { HeaderList($0.headers) }
@@ -66,22 +74,27 @@ public enum OneShotClient {
 
         func connection(_ connection: ClientConnection, canSubmit capacity: Int) {
             var budget = capacity
+            if let limit = streamsUntilFirstSuccess, !hadSuccess { budget = min(budget, limit - requestOfStream.count) }
             while budget > 0, next < requests.count {
                 let request = requests[next]
-                guard connection.submit(method: request.method, path: request.path, headers: lists[next], body: bodies[next],
-                                        deadline: deadline, tag: UInt64(next)) else { return }
+                guard let stream = connection.submit(method: request.method, path: request.path, headers: lists[next],
+                                                     body: bodies[next], deadline: deadline) else { return }
+                requestOfStream[stream] = next
                 next += 1
                 budget -= 1
             }
         }
 
-        func connection(_ connection: ClientConnection, didReceive response: ResponseView, tag: UInt64) {
-            results[Int(tag)] = .response(status: response.status, headers: response.headers, body: response.bodyBytes)
+        func connection(_ connection: ClientConnection, didReceive response: ResponseView, stream: Int) {
+            guard let request = requestOfStream.removeValue(forKey: stream) else { return }
+            if (200..<300).contains(response.status) { hadSuccess = true }
+            results[request] = .response(status: response.status, headers: response.headers, body: response.bodyBytes)
             finishOne(connection)
         }
 
-        func connection(_ connection: ClientConnection, didFail failure: StreamFailure, tag: UInt64) {
-            results[Int(tag)] = .failed(failure)
+        func connection(_ connection: ClientConnection, didFail failure: StreamFailure, stream: Int) {
+            guard let request = requestOfStream.removeValue(forKey: stream) else { return }
+            results[request] = .failed(failure)
             finishOne(connection)
         }
 

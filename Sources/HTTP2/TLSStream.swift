@@ -3,6 +3,7 @@ import Glibc
 #endif
 import CMbedTLS
 import Crypto
+import IO
 
 /// mbedTLS over one non-blocking socket. Owns the socket once `init` has returned (not before: if
 /// `init` throws, the caller still owns `fd` and closes it), and the ssl context; confined to the

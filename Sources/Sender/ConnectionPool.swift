@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import HTTP2
+import IO
 import Synchronization
 
 /// A pool of HTTP/2 connections to one APNs endpoint, spread over event-loop threads that own them.
@@ -40,12 +41,12 @@ public final class ConnectionPool: Sendable {
         threads.withLock { $0 = started }
     }
 
-    /// Queues `jobs`, waiting while the loops' queues are full. Safe from any thread.
+    /// Queues `jobs`, waiting while the loops' queues are full (backpressure: the loops announce
+    /// when they drain). Safe from any thread but a loop's.
     public func send(_ jobs: [PushJob]) {
         guard !jobs.isEmpty else { return }
         submitted.add(jobs.count, ordering: .relaxed)
         var start = 0
-        var spins = 0
         while start < jobs.count {
             let index = nextLoop.add(1, ordering: .relaxed).oldValue % senders.count
             let sender = senders[index]
@@ -56,9 +57,13 @@ public final class ConnectionPool: Sendable {
             while offset < slice.count {
                 let added = sender.queue.offer(slice, from: offset)
                 offset += added
-                if added > 0 { sender.loop.wake(); spins = 0 } else {
-                    spins += 1
-                    usleep(spins < 10 ? 50 : 500)  // full: wait for the loop to drain (backpressure)
+                if added > 0 {
+                    sender.loop.wake()
+                } else {
+                    // Full: wait for this loop to drain (re-checked under the lock, so a drain between
+                    // the failed offer and the wait is not missed; the timeout is a safety net).
+                    let roomMade = state.wait(until: MonotonicInstant.now() + .milliseconds(100)) { sender.queue.count < sender.queue.capacity }
+                    if !roomMade { sender.loop.wake() }  // a nudge: the loop re-checks its queue and deadlines
                 }
             }
             start = end
@@ -71,28 +76,35 @@ public final class ConnectionPool: Sendable {
     /// Pushes that reached their final outcome so far.
     public var finishedCount: Int { senders.reduce(0) { $0 + $1.finished.load(ordering: .acquiring) } }
 
-    /// Waits until every queued push has its outcome, or `timeout` nanoseconds pass; returns whether all finished.
+    /// Waits until every queued push has its outcome, or `timeout` passes; returns whether all
+    /// finished. `progress` is called about every 200 ms with the number finished.
     @discardableResult
-    public func waitUntilFinished(timeout: UInt64 = .max, progress: ((Int) -> Void)? = nil) -> Bool {
-        let start = MonotonicClock.nanoseconds()
-        var lastReport: UInt64 = 0
-        while finishedCount < submittedCount {
-            let now = MonotonicClock.nanoseconds()
-            if now &- start > timeout { return false }
-            if let progress, now &- lastReport > 200_000_000 { lastReport = now; progress(finishedCount) }
-            usleep(1_000)
+    public func waitUntilFinished(timeout: Duration? = nil, progress: ((Int) -> Void)? = nil) -> Bool {
+        let end = timeout.map { MonotonicInstant.now() + $0 } ?? .distantFuture
+        while true {
+            let now = MonotonicInstant.now()
+            if finishedCount >= submittedCount { return true }
+            if now >= end { return false }
+            // The loops announce when they run out of work; the 200 ms bound paces the progress line.
+            let done = state.wait(until: min(end, now + .milliseconds(200))) { self.finishedCount >= self.submittedCount }
+            if done { return true }
+            progress?(finishedCount)
         }
-        return true
     }
 
     /// Counters summed over all loops, with merged latencies (call after `waitUntilFinished`).
     public func statistics() -> (counters: SenderCounters, latencies: LatencyHistogram) {
         // Ask every loop to publish on its own thread, then read.
         let pending = Atomic<Int>(senders.count)
+        let state = self.state
         for sender in senders {
-            sender.loop.execute { sender.publishNow(); pending.subtract(1, ordering: .releasing) }
+            sender.loop.execute {
+                sender.publishNow()
+                pending.subtract(1, ordering: .sequentiallyConsistent)
+                state.loopWentIdle()
+            }
         }
-        while pending.load(ordering: .acquiring) > 0 { usleep(500) }
+        _ = state.wait(until: MonotonicInstant.now() + .seconds(10)) { pending.load(ordering: .sequentiallyConsistent) == 0 }
         var counters = SenderCounters()
         var latencies = LatencyHistogram()
         for sender in senders {
@@ -106,12 +118,13 @@ public final class ConnectionPool: Sendable {
     /// Why the pool stopped sending, if it did (bad credentials, unreachable server).
     public var haltMessage: String? { state.haltMessage }
 
-    /// Closes every connection and stops the loop threads.
+    /// Closes every connection (each sends its GOAWAY once its streams are done), waits up to a
+    /// second for them to close, and stops the loop threads.
     public func shutdown() {
-        for (loop, sender) in zip(loops, senders) {
-            loop.execute { sender.closeAll() }
+        for sender in senders { sender.loop.execute { sender.closeAll() } }
+        _ = state.wait(until: MonotonicInstant.now() + .seconds(1)) {
+            self.senders.allSatisfy { $0.liveConnections.load(ordering: .sequentiallyConsistent) == 0 }
         }
-        usleep(20_000)
         for loop in loops { loop.stop() }
         for thread in threads.withLock({ $0 }) { thread.join() }
     }

@@ -57,8 +57,8 @@ struct JobRing {
     private var slots: [PushJob?]
     private var head = 0
     private(set) var count = 0
-    /// The earliest group deadline of a job in the ring, or nil when none has one (an upper bound
-    /// after jobs left: `expire` recomputes it).
+    /// The earliest group deadline (monotonic ns) of a job in the ring, or nil when none has one
+    /// (an upper bound after jobs left: `expire` recomputes it).
     private(set) var earliestDeadline: UInt64?
 
     init(capacity: Int) { slots = Array(repeating: nil, count: capacity) }
@@ -83,8 +83,7 @@ struct JobRing {
 
     @inline(__always)
     private mutating func noteDeadline(of job: PushJob) {
-        let deadline = job.group.deadline
-        if deadline != 0 && deadline < (earliestDeadline ?? .max) { earliestDeadline = deadline }
+        if let deadline = job.group.deadline?.nanoseconds, deadline < (earliestDeadline ?? .max) { earliestDeadline = deadline }
     }
 
     /// Removes every job whose deadline is at or before `now`, in order, handing each to `expired`;
@@ -94,7 +93,7 @@ struct JobRing {
         earliestDeadline = nil
         for _ in 0..<count {
             let job = popFront()!
-            if job.group.deadline != 0 && job.group.deadline <= now { expired(job) } else { pushBack(job) }
+            if let deadline = job.group.deadline?.nanoseconds, deadline <= now { expired(job) } else { pushBack(job) }
         }
     }
 

@@ -4,51 +4,68 @@ import Glibc
 import APNs
 import Crypto
 import HTTP2
+import IO
 import Synchronization
 
 /// The sending engine of one event-loop thread: owns its connections, pulls jobs from its queue,
 /// submits them as stream capacity frees up, and turns every response or failure into a retry, a
 /// resend or one final outcome. Everything here runs on the loop thread; only `queue`, `finished`
-/// and the counters snapshot are shared.
+/// and the counters snapshot are shared. The APNs connection rules live here, not in HTTP2: one
+/// stream until a push succeeds, the provider-token generation of each connection, the liveness
+/// settings, which response headers matter (connections are managed in LoopSender+Connections).
 final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Sendable {
     // @unchecked: all mutable state is confined to `loop`'s thread; cross-thread parts are Mutex/Atomic.
     let loop: EventLoop
     let queue: JobQueue
-    private let configuration: PoolConfiguration
+    let configuration: PoolConfiguration
     private weak var sink: PushOutcomeSink?
-    private let pool: PoolState
+    let pool: PoolState
 
-    private var slots: [PooledConnection] = []
+    var slots: [PooledConnection] = []
     private var ready: JobRing
     private var delayed: DelayedJobs
-    /// Jobs in flight, by stream tag.
-    private var inflight: [PushJob?]
-    private var freeTags: [Int]
-    private var counters = SenderCounters()
+    var counters = SenderCounters()
     private var latencies = LatencyHistogram()
     private var random = FastRandom(seed: RandomSource.shared.next())
     /// `:path` of the push being submitted (prefix + hex token); grows when a group's prefix needs more.
     private var pathBuffer: UnsafeMutablePointer<UInt8>
     private var pathCapacity = 512
-    private var lastTokenCheck: UInt64 = 0
+    /// The per-request limit once sent, in nanoseconds (converted once: this is added per push).
+    private let requestTimeout: UInt64
+    /// Wakes the loop for the next delayed job or reconnect (the loop otherwise sleeps until I/O).
+    lazy var wakeTimer = LoopTimer { _ in }
     /// Whether this loop has told the pool which token generation APNs accepted first.
-    private var recordedAcceptedToken = false
+    var recordedAcceptedToken = false
     /// Final outcomes recorded by this loop (read by producers to know when all is done).
     let finished = Atomic<Int>(0)
+    /// Connections connecting or open (the pool's shutdown waits until none is).
+    let liveConnections = Atomic<Int>(0)
     private let snapshot = Mutex<(SenderCounters, LatencyHistogram?)>((SenderCounters(), nil))
 
+    /// One connection and what the sender keeps about it: its pushes in flight, by stream handle
+    /// (the connection's stream table is the one index), its token lease and its reconnect state.
     final class PooledConnection {
         let connection: ClientConnection
+        var jobs: [PushJob?]
+        var inFlight = 0
         var lease: ProviderTokenLease?
-        var reconnectAt: UInt64 = 0
-        var backoff: UInt64 = 0
+        /// APNs allows one stream on a new token connection until a push is accepted (APNS.md §6).
+        var hadSuccess = false
+        var reconnectAt = MonotonicInstant(nanoseconds: 0)
+        var backoff: Duration = .zero
         var retire = false
         /// Connection attempts that failed in a row (reset when one opens), and whether this
         /// connection has told the pool it cannot reach the server.
         var failuresInARow = 0
         var gaveUp = false
-        init(_ connection: ClientConnection) { self.connection = connection }
+        init(_ connection: ClientConnection, streams: Int) {
+            self.connection = connection
+            jobs = Array(repeating: nil, count: max(1, streams))
+        }
     }
+
+    /// Response headers a sender reads: APNs' ids and reasons, and Retry-After.
+    static let keptResponseHeaders = ["apns-", "retry-after"]
 
     init(loop: EventLoop, connections: Int, configuration: PoolConfiguration, sink: PushOutcomeSink?, pool: PoolState) {
         self.loop = loop
@@ -57,21 +74,21 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         self.pool = pool
         queue = JobQueue(capacity: configuration.queueCapacity)
         ready = JobRing(capacity: configuration.queueCapacity)
-        let maximumInflight = max(1, connections) * max(1, configuration.streamsPerConnection)
-        delayed = DelayedJobs(capacity: maximumInflight)
-        inflight = Array(repeating: nil, count: maximumInflight)
-        freeTags = Array((0..<maximumInflight).reversed())
+        delayed = DelayedJobs(capacity: max(1, connections) * max(1, configuration.streamsPerConnection))
         pathBuffer = .allocate(capacity: pathCapacity)
-        for _ in 0..<connections {
+        requestTimeout = configuration.requestTimeout.nanoseconds
+        for index in 0..<connections {
             var options = ClientConnectionOptions(host: configuration.host, port: configuration.port, tls: configuration.tls)
             options.maximumStreams = configuration.streamsPerConnection
             options.serverName = configuration.serverName
             options.pingAfterSilence = configuration.pingAfterSilence
             options.pingTimeout = configuration.pingTimeout
             options.connectTimeout = configuration.connectTimeout
+            options.keptResponseHeaders = Self.keptResponseHeaders
             if let resolver = configuration.resolver { options.resolver = resolver }
             let connection = ClientConnection(loop: loop, options: options)
-            slots.append(PooledConnection(connection))
+            connection.ownerIndex = index
+            slots.append(PooledConnection(connection, streams: configuration.streamsPerConnection))
         }
         for slot in slots { slot.connection.delegate = self }
     }
@@ -80,14 +97,11 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
 
     var fileDescriptor: Int32 { -1 }
 
-    /// Counters and latencies as of the last loop turn.
+    /// Counters and latencies as published last.
     func read() -> (SenderCounters, LatencyHistogram?) { snapshot.withLock { $0 } }
 
     /// Publishes the counters (cheap; called when work finishes, not per push).
     func publishNow() { publish(withLatencies: true) }
-
-    /// Closes every connection (pool shutdown).
-    func closeAll() { for slot in slots { slot.connection.close() } }
 
     private func publish(withLatencies: Bool) {
         let counters = self.counters
@@ -95,178 +109,132 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         snapshot.withLock { $0 = (counters, latencies ?? $0.1) }
     }
 
+    var inflightCount: Int { slots.reduce(0) { $0 + $1.inFlight } }
+    private var idle: Bool { ready.isEmpty && delayed.isEmpty && inflightCount == 0 }
+
     // MARK: EventLoopSource
 
-    func prepare(now: UInt64) -> Bool {
-        while let job = delayed.popDue(now: now) {
+    func prepare(now: MonotonicInstant) -> Bool {
+        while let job = delayed.popDue(now: now.nanoseconds) {
             if ready.free == 0 { delayed.insert(job); break }
             ready.pushBack(job)
         }
-        if ready.count < ready.free { _ = queue.drain(into: &ready, limit: ready.free) }
         // A deadline holds while a push waits, too: with no connection open or every stream busy,
-        // queued pushes would otherwise outlive it (and `waitUntilFinished` with them).
-        if let earliest = ready.earliestDeadline, earliest <= now {
-            var expired: [PushJob] = []  // collected first: `finish` reads `ready`, which `expire` is mutating
-            ready.expire(now: now) { expired.append($0) }
-            for job in expired { finish(job, .expired, status: 0, reason: nil, timestamp: nil, now: now) }
+        // queued pushes would otherwise outlive it (and `waitUntilFinished` with them). Expiring
+        // makes room, so refill and expire again until the queue yields live jobs or none.
+        while true {
+            expireQueued(now: now)
+            guard ready.free > 0, queue.drain(into: &ready, limit: ready.free) > 0 else { break }
+            pool.queueDrained()
+            guard let earliest = ready.earliestDeadline, earliest <= now.nanoseconds else { break }
         }
+        if !idle { openConnectionsIfNeeded(now: now) }
+        // After opening: a connection that fails at once (a bad port) may be the one that halts the pool.
         if pool.halted.load(ordering: .relaxed) { failEverythingQueued(now: now) }
-        let hasWork = !ready.isEmpty || !delayed.isEmpty || inflightCount > 0
-        if hasWork { openConnectionsIfNeeded(now: now) }
+        armWakeTimer()
         return false
     }
 
-    func handle(events: UInt32, now: UInt64) {}
-
-    func tick(now: UInt64) {
-        if now &- lastTokenCheck > 1_000_000_000 {
-            lastTokenCheck = now
-            publish(withLatencies: false)
-        }
+    private func expireQueued(now: MonotonicInstant) {
+        guard let earliest = ready.earliestDeadline, earliest <= now.nanoseconds else { return }
+        var expired: [PushJob] = []  // collected first: `finish` reads `ready`, which `expire` is mutating
+        ready.expire(now: now.nanoseconds) { expired.append($0) }
+        for job in expired { finish(job, .expired, status: 0, reason: nil, timestamp: nil, now: now) }
     }
 
-    private var inflightCount: Int { inflight.count - freeTags.count }
+    func handle(events: UInt32, now: MonotonicInstant) {}
 
-    // MARK: Connections
-
-    private func openConnectionsIfNeeded(now: UInt64) {
-        for slot in slots {
-            let state = slot.connection.state
-            guard state == .idle || state == .closed, now >= slot.reconnectAt, !pool.halted.load(ordering: .relaxed) else { continue }
-            // A new connection starts on the current generation when it first sends (presentProviderToken).
-            slot.lease = nil
-            slot.retire = false
-            slot.connection.connect()
-        }
-    }
-
-    /// Picks the provider token for the requests about to go out on `connection`, and sets its header
-    /// only when the generation changed. Called when sending, not on a timer: the lease is stamped at
-    /// the token's first use, so the 20 minutes APNs wants between changes count from what it saw.
-    /// False when no token can be signed (the pool is halted then).
-    private func presentProviderToken(on connection: ClientConnection) -> Bool {
-        guard let source = configuration.providerTokens, let slot = slots.first(where: { $0.connection === connection }) else { return true }
-        let presented = slot.lease?.generation
-        do {
-            let token = try source.token(for: &slot.lease)
-            if token.generation != presented { connection.setAuthorization(token.authorization) }
-            return true
-        } catch {
-            pool.halt(.authOrConnectionFailure, message: "cannot sign a provider token: \(error)")
-            return false
-        }
-    }
-
-    func connectionDidOpen(_ connection: ClientConnection) {
-        counters.connectionsOpened += 1
-        pool.connectionOpened()
-        if let slot = slots.first(where: { $0.connection === connection }) { slot.failuresInARow = 0 }
-    }
-
-    func connection(_ connection: ClientConnection, didClose error: TransportError?, goAway: GoAwayInfo?) {
-        guard let slot = slots.first(where: { $0.connection === connection }) else { return }
-        let now = MonotonicClock.nanoseconds()
-        if let goAway {
-            counters.goAways += 1
-            // APNs may say why in the GOAWAY's JSON. Only a reason known to mean "fix the credentials
-            // or configuration" stops the pool; a reason that asks for a new connection
-            // (ExpiredProviderToken, UnrelatedKeyIdInToken), one we do not know, or none at all is a
-            // drain: reconnect with back-off, resend what was provably unprocessed.
-            if let reason = ErrorBody.goAwayReason(debugData: goAway.debugData), reason.action == .fixCredentials {
-                pool.halt(.authOrConnectionFailure, message: "APNs closed the connection: GOAWAY \(reason.name)")
+    /// The loop sleeps until I/O or its earliest timer: wake it for the next delayed job, the next
+    /// reconnect, and the earliest queued deadline.
+    private func armWakeTimer() {
+        var next = delayed.nextDue.map { MonotonicInstant(nanoseconds: $0) } ?? .distantFuture
+        if let earliest = ready.earliestDeadline { next = min(next, MonotonicInstant(nanoseconds: earliest)) }
+        if !idle && !pool.halted.load(ordering: .relaxed) {
+            for slot in slots where slot.connection.state == .idle || slot.connection.state == .closed {
+                next = min(next, slot.reconnectAt)
             }
         }
-        let answered = connection.responsesReceived > 0
-        if (error == nil || slot.retire) && answered {
-            // A clean GOAWAY or a retirement after real work: a fresh connection right away.
-            slot.backoff = 0
-            slot.reconnectAt = now
-            return
+        if next < .distantFuture {
+            if wakeTimer.deadline != next { loop.arm(wakeTimer, at: next) }
+        } else if wakeTimer.isArmed {
+            loop.disarm(wakeTimer)
         }
-        // A failure, or a connection that closed before answering anything: back off (1 s → 60 s)
-        // so a server that refuses us at once is not hammered with new connections.
-        if error != nil { counters.connectionFailures += 1 }
-        if let error, !answered && connection.streamsSubmitted == 0 {
-            // Counted per connection: one failure of one connection (a DNS blip) is retried.
-            slot.failuresInARow += 1
-            if slot.failuresInARow >= configuration.failFastAfterAttempts && !slot.gaveUp {
-                slot.gaveUp = true
-                pool.connectionGaveUp(error)
-            }
-        }
-        if answered && connection.hadSuccess {
-            slot.backoff = configuration.reconnectInitial
-        } else {
-            slot.backoff = slot.backoff == 0 ? configuration.reconnectInitial : min(configuration.reconnectMaximum, slot.backoff * 2)
-        }
-        slot.reconnectAt = now &+ slot.backoff
     }
 
     // MARK: Submitting
 
     func connection(_ connection: ClientConnection, canSubmit capacity: Int) {
-        guard !pool.halted.load(ordering: .relaxed), !ready.isEmpty, presentProviderToken(on: connection) else { return }
-        let now = MonotonicClock.nanoseconds()
-        var budget = capacity
+        guard !pool.halted.load(ordering: .relaxed), !ready.isEmpty else { return }
+        let slot = slots[connection.ownerIndex]
+        // APNs: one stream on a new connection until a push is accepted; and nothing more on a
+        // connection whose liveness PING is unanswered (is the peer still there?).
+        var budget = slot.hadSuccess ? capacity : min(capacity, 1 - slot.inFlight)
+        if connection.isPingOutstanding { budget = 0 }
+        guard budget > 0, presentProviderToken(on: slot) else { return }
+        let now = MonotonicInstant.now()
         while budget > 0, let popped = ready.popFront() {
             var job = popped
-            if job.group.deadline != 0 && job.group.deadline <= now {
+            if let expiry = job.group.deadline, expiry <= now {
                 finish(job, .expired, status: 0, reason: nil, timestamp: nil, now: now)
                 continue
             }
-            guard let tag = freeTags.popLast() else { ready.pushFront(job); return }
             let prefix = job.group.pathPrefix
             if prefix.count + 2 * DeviceTokenBytes.capacity > pathCapacity { growPathBuffer(to: prefix.count + 2 * DeviceTokenBytes.capacity) }
             let length = prefix.withUnsafeBufferPointer { p -> Int in
                 pathBuffer.update(from: p.baseAddress!, count: p.count)
                 return p.count + job.token.writeHex(to: pathBuffer + p.count)
             }
-            var deadline = now &+ configuration.requestTimeout
-            if job.group.deadline != 0 { deadline = min(deadline, job.group.deadline) }
-            if job.firstSubmitted == 0 { job.firstSubmitted = now }
-            let submitted = connection.submit(method: "POST", path: UnsafeRawBufferPointer(start: pathBuffer, count: length),
-                                              headers: job.group.headers, body: job.group.body, deadline: deadline, tag: UInt64(tag))
-            guard submitted else {
-                freeTags.append(tag)
+            var deadline = now.advanced(byNanoseconds: requestTimeout)
+            if let expiry = job.group.deadline { deadline = min(deadline, expiry) }
+            if job.firstSubmitted == 0 { job.firstSubmitted = now.nanoseconds }
+            guard let stream = connection.submit(method: "POST", path: UnsafeRawBufferPointer(start: pathBuffer, count: length),
+                                                 headers: job.group.headers, body: job.group.body, deadline: deadline) else {
                 ready.pushFront(job)
                 return
             }
-            inflight[tag] = job
+            slot.jobs[stream] = job
+            slot.inFlight += 1
             budget -= 1
         }
     }
 
-    func connection(_ connection: ClientConnection, didReceive response: ResponseView, tag: UInt64) {
-        guard let job = inflight[Int(tag)].take() else { return }
-        freeTags.append(Int(tag))
-        let now = MonotonicClock.nanoseconds()
+    private func take(_ stream: Int, on connection: ClientConnection) -> (PooledConnection, PushJob)? {
+        let slot = slots[connection.ownerIndex]
+        guard stream < slot.jobs.count, let job = slot.jobs[stream].take() else { return nil }
+        slot.inFlight -= 1
+        return (slot, job)
+    }
+
+    func connection(_ connection: ClientConnection, didReceive response: ResponseView, stream: Int) {
+        guard let (slot, job) = take(stream, on: connection) else { return }
+        let now = MonotonicInstant.now()
         let isSuccess = (200..<300).contains(response.status)
         let error = isSuccess ? ErrorBody(reason: nil, timestamp: nil) : ErrorBody(json: response.bodyBytes)
-        if isSuccess && !recordedAcceptedToken { recordAcceptedToken(on: connection) }
+        if isSuccess {
+            slot.hadSuccess = true
+            if !recordedAcceptedToken { recordAcceptedToken(on: slot) }
+        }
         if let reason = error.reason, reason == .expiredProviderToken || reason == .invalidProviderToken,
-           let diagnosis = clockDiagnosis(reason, on: connection) {
+           let diagnosis = clockDiagnosis(reason, on: slot) {
             // A wrong clock does not fix itself by reconnecting: stop once, saying what to fix.
             pool.halt(.authOrConnectionFailure, message: diagnosis)
             finish(job, .authOrConnectionFailure, status: response.status, reason: reason.name, timestamp: nil, now: now)
             return
         }
-        let retryAfter = isSuccess ? nil : response.retryAfterSeconds.map { UInt64($0) * 1_000_000_000 }
+        let retryAfter = isSuccess ? nil : response.retryAfterSeconds.map { Duration.seconds($0) }
         let disposition = configuration.retry.decide(status: response.status, reason: error.reason, attempts: Int(job.attempts) + 1,
                                                      resends: Int(job.resends), random: nextRandom(), retryAfter: retryAfter)
-        apply(disposition, to: job, connection: connection, status: response.status, reason: error.reason?.name,
-              timestamp: error.timestamp, now: now)
+        apply(disposition, to: job, on: slot, status: response.status, reason: error.reason?.name, timestamp: error.timestamp, now: now)
     }
 
-    func connection(_ connection: ClientConnection, didFail failure: StreamFailure, tag: UInt64) {
-        guard let job = inflight[Int(tag)].take() else { return }
-        freeTags.append(Int(tag))
-        let now = MonotonicClock.nanoseconds()
+    func connection(_ connection: ClientConnection, didFail failure: StreamFailure, stream: Int) {
+        guard let (slot, job) = take(stream, on: connection) else { return }
         let disposition = configuration.retry.decide(failure: failure, resendUnknown: job.group.resendUnknown, resends: Int(job.resends))
-        apply(disposition, to: job, connection: connection, status: 0, reason: nil, timestamp: nil, now: now)
+        apply(disposition, to: job, on: slot, status: 0, reason: nil, timestamp: nil, now: MonotonicInstant.now())
     }
 
-    private func apply(_ disposition: Disposition, to original: PushJob, connection: ClientConnection, status: Int,
-                       reason: String?, timestamp: Int64?, now: UInt64) {
+    private func apply(_ disposition: Disposition, to original: PushJob, on slot: PooledConnection, status: Int,
+                       reason: String?, timestamp: Int64?, now: MonotonicInstant) {
         var job = original
         switch disposition {
         case let .finish(outcome):
@@ -281,50 +249,52 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         case .resendRefused:
             job.resends += 1
             counters.refusedResends += 1
-            requeue(job, after: 0, now: now, status: status, reason: reason)
+            requeue(job, after: .zero, now: now, status: status, reason: reason)
         case .resendUnknown:
             job.resends += 1
             job.resentAfterUnknown = true
             counters.unknownResends += 1
-            requeue(job, after: 0, now: now, status: status, reason: reason)
+            requeue(job, after: .zero, now: now, status: status, reason: reason)
         case let .resendOnNewConnection(delay):
             job.resends += 1
             counters.refusedResends += 1
-            if let slot = slots.first(where: { $0.connection === connection }) {
-                slot.retire = true
-                connection.close()
-            }
+            slot.retire = true
+            slot.connection.close()
             requeue(job, after: delay, now: now, status: status, reason: reason)
         }
     }
 
-    private func requeue(_ job: PushJob, after delay: UInt64, now: UInt64, status: Int, reason: String?) {
+    private func requeue(_ job: PushJob, after delay: Duration, now: MonotonicInstant, status: Int, reason: String?) {
         var job = job
-        if job.group.deadline != 0 && now &+ delay >= job.group.deadline {
+        let due = now + delay
+        if let expiry = job.group.deadline, due >= expiry {
             finish(job, .expired, status: status, reason: reason, timestamp: nil, now: now)
             return
         }
-        if delay == 0 && ready.free > 0 {
+        if delay == .zero && ready.free > 0 {
             ready.pushFront(job)
         } else {
-            job.notBefore = now &+ delay
+            job.notBefore = due.nanoseconds
             delayed.insert(job)
         }
     }
 
-    private func finish(_ job: PushJob, _ outcome: PushOutcome, status: Int, reason: String?, timestamp: Int64?, now: UInt64) {
+    func finish(_ job: PushJob, _ outcome: PushOutcome, status: Int, reason: String?, timestamp: Int64?, now: MonotonicInstant) {
         counters[outcome] += 1
-        if job.firstSubmitted != 0 { latencies.record(nanoseconds: now &- job.firstSubmitted) }
+        if job.firstSubmitted != 0 { latencies.record(nanoseconds: now.nanoseconds &- job.firstSubmitted) }
         if let sink {
             sink.pushCompleted(CompletedPush(token: job.token, id: job.id, group: job.group, outcome: outcome, status: status,
                                              reason: reason, timestamp: timestamp, resentAfterUnknown: job.resentAfterUnknown))
         }
         finished.add(1, ordering: .releasing)
-        if ready.isEmpty && inflightCount == 0 && delayed.isEmpty { publish(withLatencies: true) }
+        if idle {
+            publish(withLatencies: true)
+            pool.loopWentIdle()  // a producer waiting for the end is told once per idle turn, not per push
+        }
     }
 
     /// After a halt: every job still queued here ends as the halt's outcome without being sent.
-    private func failEverythingQueued(now: UInt64) {
+    private func failEverythingQueued(now: MonotonicInstant) {
         let outcome = pool.haltOutcome
         while let job = ready.popFront() { finish(job, outcome, status: 0, reason: nil, timestamp: nil, now: now) }
         while let job = delayed.popDue(now: UInt64.max) { finish(job, outcome, status: 0, reason: nil, timestamp: nil, now: now) }
@@ -333,25 +303,6 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
     }
 
     private func nextRandom() -> Double { random.unitInterval() }
-
-    /// Notes the first provider-token generation APNs accepted (once per loop, not per push), so a
-    /// later InvalidProviderToken can tell "the new token is refused" from "no token ever worked".
-    private func recordAcceptedToken(on connection: ClientConnection) {
-        guard configuration.providerTokens != nil else { recordedAcceptedToken = true; return }
-        guard let generation = slots.first(where: { $0.connection === connection })?.lease?.generation else { return }
-        pool.tokenAccepted(generation: generation)
-        recordedAcceptedToken = true
-    }
-
-    /// Whether APNs' refusal of this connection's provider token points at this machine's clock
-    /// (see `ProviderTokenClockDiagnosis`); the message to halt with, or nil.
-    private func clockDiagnosis(_ reason: Reason, on connection: ClientConnection) -> String? {
-        guard let source = configuration.providerTokens,
-              let generation = slots.first(where: { $0.connection === connection })?.lease?.generation else { return nil }
-        let issuedAt = Int64(generation) * ProviderTokenSource.window.components.seconds
-        return ProviderTokenClockDiagnosis.diagnose(reason: reason.name, issuedAt: issuedAt, now: source.currentSeconds,
-                                                    earlierTokenAccepted: pool.acceptedTokenBefore(generation: generation))
-    }
 
     /// A group whose `:path` prefix is longer than the buffer: grow it once (not per push).
     private func growPathBuffer(to capacity: Int) {

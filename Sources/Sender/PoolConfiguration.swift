@@ -1,5 +1,6 @@
 import Crypto
 import HTTP2
+import IO
 
 /// How a connection pool talks to one APNs endpoint (one team, environment and key: APNs binds a
 /// connection to those on its first push).
@@ -16,15 +17,15 @@ public struct PoolConfiguration: Sendable {
     /// Our cap on streams per connection (the server's SETTINGS may lower it).
     public var streamsPerConnection = 1000
     /// Per-request deadline once sent (the push's group deadline may be earlier).
-    public var requestTimeout: UInt64 = 30_000_000_000
+    public var requestTimeout: Duration = .seconds(30)
     /// Provider tokens (nil: no authorization header, e.g. a plain HTTP/2 benchmark target).
     public var providerTokens: ProviderTokenSource?
     public var retry = RetryPolicy()
     /// Jobs buffered per loop thread before producers wait.
     public var queueCapacity = 16_384
     /// Reconnect back-off after a failure: doubles from `reconnectInitial` to `reconnectMaximum`.
-    public var reconnectInitial: UInt64 = 1_000_000_000
-    public var reconnectMaximum: UInt64 = 60_000_000_000
+    public var reconnectInitial: Duration = .seconds(1)
+    public var reconnectMaximum: Duration = .seconds(60)
     /// Failed connection attempts in a row, per connection, before that connection counts as unable
     /// to reach the server. The pool gives up and fails the pushes only when every one of its
     /// connections has, and none ever opened (an unreachable server or a TLS mismatch is a
@@ -34,10 +35,10 @@ public struct PoolConfiguration: Sendable {
     public var failFastAfterAttempts = 3
     /// Dead-connection detection: while streams are in flight and nothing has arrived for
     /// `pingAfterSilence`, a PING; no answer within `pingTimeout` retires the connection.
-    public var pingAfterSilence: UInt64 = 2_000_000_000
-    public var pingTimeout: UInt64 = 2_000_000_000
+    public var pingAfterSilence: Duration? = .seconds(2)
+    public var pingTimeout: Duration = .seconds(2)
     /// Each address's connect (and the lookup and the TLS handshake) gets this long.
-    public var connectTimeout: UInt64 = 10_000_000_000
+    public var connectTimeout: Duration = .seconds(10)
     /// How the host name becomes addresses (tests inject failures and addresses here).
     public var resolver: NameResolver?
 

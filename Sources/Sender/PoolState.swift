@@ -1,4 +1,5 @@
 import HTTP2
+import IO
 import Synchronization
 
 /// What all loop threads of one pool share: whether it stopped, and why.
@@ -12,9 +13,42 @@ final class PoolState: Sendable {
 
     init(connections: Int) { connectionCount = max(1, connections) }
 
+    // MARK: The control plane: threads outside the loops wait here, the loops announce changes.
+
+    /// Producers waiting for queue space, callers waiting for the end, a shutdown waiting for the
+    /// connections to close: they wait on `signal`; a loop broadcasts only when someone waits.
+    let signal = ConditionLock()
+    private let waiters = Atomic<Int>(0)
+
+    /// Waits (on the calling thread, never a loop's) until `done()` or `deadline`; returns `done()`.
+    func wait(until deadline: MonotonicInstant, for done: () -> Bool) -> Bool {
+        signal.withLock {
+            waiters.add(1, ordering: .sequentiallyConsistent)
+            defer { waiters.subtract(1, ordering: .sequentiallyConsistent) }
+            while !done() {
+                if !signal.wait(until: deadline) { return done() }
+            }
+            return true
+        }
+    }
+
+    /// Something a waiter may be waiting for happened (checked by the waiter under the lock).
+    private func announce() {
+        guard waiters.load(ordering: .sequentiallyConsistent) > 0 else { return }
+        signal.withLock { signal.broadcast() }
+    }
+
+    /// A loop took jobs out of its queue: room for a waiting producer.
+    func queueDrained() { announce() }
+    /// A loop has nothing queued or in flight any more.
+    func loopWentIdle() { announce() }
+    /// A connection closed (a shutdown waits for all of them).
+    func connectionClosed() { announce() }
+
     func halt(_ outcome: PushOutcome, message: String) {
         reason.withLock { if $0 == nil { $0 = (outcome, message) } }
         halted.store(true, ordering: .releasing)
+        announce()
     }
 
     var haltOutcome: PushOutcome { reason.withLock { $0?.0 ?? .authOrConnectionFailure } }

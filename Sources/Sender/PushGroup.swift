@@ -1,4 +1,5 @@
 import HTTP2
+import IO
 
 /// What every push of one fan-out group shares: the rendered body, the header set and the policy.
 /// Rendered once per group (a region, a train, an election); a push job is then a token plus a
@@ -10,15 +11,15 @@ public final class PushGroup: @unchecked Sendable {
     let body: SharedBytes
     /// Everything of `:path` before the hex token, e.g. "/3/device/".
     let pathPrefix: [UInt8]
-    /// Monotonic nanoseconds after which a push of this group is not sent any more (0: none).
-    public let deadline: UInt64
+    /// After this a push of this group is not sent any more (nil: no deadline).
+    public let deadline: MonotonicInstant?
     /// Whether a push whose outcome is unknown (in flight on a connection that died without a
     /// GOAWAY covering it) is sent again. A duplicate start puts a second Live Activity on the phone,
     /// so starts default to false; updates and ends carry a timestamp and are safe to repeat.
     public let resendUnknown: Bool
 
     public init(label: String, headers: [(name: String, value: String)], body: [UInt8], pathPrefix: String = "/3/device/",
-                deadline: UInt64 = 0, resendUnknown: Bool) {
+                deadline: MonotonicInstant? = nil, resendUnknown: Bool) {
         self.label = label
         self.headers = HeaderList(headers)
         self.body = SharedBytes(body)

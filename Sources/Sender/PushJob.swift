@@ -11,9 +11,10 @@ public struct PushJob: Sendable {
     var resends: UInt16 = 0
     /// Whether it was resent after an unknown outcome (a delivery may then be a duplicate).
     var resentAfterUnknown = false
-    /// Monotonic ns before which it must not be sent (back-off).
+    /// Monotonic ns (`MonotonicInstant.nanoseconds`) before which it must not be sent (back-off);
+    /// kept as the raw word because the delay heap compares it on every turn.
     var notBefore: UInt64 = 0
-    /// Monotonic ns of the first submission (latency is measured from here).
+    /// Monotonic ns of the first submission (latency is measured from here; 0: not yet sent).
     var firstSubmitted: UInt64 = 0
 
     public init(token: DeviceTokenBytes, group: PushGroup, id: UInt64) {

@@ -5,15 +5,15 @@ import HTTP2
 public enum Disposition: Sendable, Equatable {
     /// Done, with this outcome.
     case finish(PushOutcome)
-    /// Send again after `delay` nanoseconds (a back-off retry that counts as an attempt).
-    case retry(delay: UInt64)
+    /// Send again after `delay` (a back-off retry that counts as an attempt).
+    case retry(delay: Duration)
     /// Send again at once on any connection: provably unprocessed (does not count as an attempt).
     case resendRefused
     /// Send again at once although it may have been processed (the group allows duplicates).
     case resendUnknown
     /// Send again at once, and retire the connection it came back on (expired provider token,
     /// Shutdown, idle timeout, a key that does not belong to the connection).
-    case resendOnNewConnection(delay: UInt64)
+    case resendOnNewConnection(delay: Duration)
     /// Stop the whole pool: credentials or configuration are wrong, every push would fail alike.
     case haltPool(PushOutcome)
 }
@@ -24,8 +24,8 @@ public struct RetryPolicy: Sendable, Equatable {
     public var maximumAttempts = 5
     /// Back-off in seconds, not milliseconds: a 429 or 503 means the server (or the phone's
     /// budget) needs time; retries 0.5–1, 1–2, 2–4, 4–8 s apart, always within the push's deadline.
-    public var baseDelay: UInt64 = 1_000_000_000
-    public var maximumDelay: UInt64 = 8_000_000_000
+    public var baseDelay: Duration = .seconds(1)
+    public var maximumDelay: Duration = .seconds(8)
     /// Bound on immediate resends of one push, so a server that refuses everything cannot loop it.
     public var maximumResends = 8
 
@@ -33,16 +33,16 @@ public struct RetryPolicy: Sendable, Equatable {
 
     /// The delay before retry number `attempt` (1-based): uniform in [d/2, d], d = base × 2^(attempt−1)
     /// capped at `maximumDelay`. `random` is a uniform value in [0, 1).
-    public func backoff(attempt: Int, random: Double) -> UInt64 {
+    public func backoff(attempt: Int, random: Double) -> Duration {
         let exponent = min(max(attempt - 1, 0), 30)
-        let ceiling = min(maximumDelay, baseDelay << UInt64(exponent))
-        return ceiling / 2 + UInt64(Double(ceiling / 2) * random)
+        let ceiling = min(maximumDelay, baseDelay * (1 << exponent))
+        return ceiling / 2 + (ceiling / 2) * random
     }
 
-    /// The disposition of a push that got an HTTP response. `retryAfter` (nanoseconds), from the
+    /// The disposition of a push that got an HTTP response. `retryAfter`, from the
     /// response's `Retry-After`, replaces the computed back-off when the server gave one.
     public func decide(status: Int, reason: Reason?, attempts: Int, resends: Int, random: Double,
-                       retryAfter: UInt64? = nil) -> Disposition {
+                       retryAfter: Duration? = nil) -> Disposition {
         switch ResponseAction(status: status, reason: reason) {
         case .delivered:
             return .finish(attempts > 1 || resends > 0 ? .deliveredAfterRetry : .delivered)

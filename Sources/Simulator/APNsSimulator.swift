@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Crypto
 import HTTP2
+import IO
 import Synchronization
 
 /// The APNs simulator: a device-push port served by one or more loop threads and a channel-management port,

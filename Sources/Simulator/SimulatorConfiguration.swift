@@ -13,8 +13,8 @@ public struct SimulatorConfiguration: Sendable {
     public var trustedKeys: [ProviderTokenVerifier.TrustedKey] = []
     /// Bundle IDs the trusted team may push to; empty accepts any.
     public var bundles: Set<String> = []
-    /// Answer every push this much later (nanoseconds).
-    public var latency: UInt64 = 0
+    /// Answer every push this much later.
+    public var latency: Duration = .zero
     /// Reasons answered for a random fraction of otherwise valid pushes, e.g. ("InternalServerError", 0.01).
     public var faults: [(reason: String, fraction: Double)] = []
     /// Every this many device-push requests (counted over all connections), send GOAWAY naming that

@@ -4,6 +4,7 @@ import Glibc
 import APNs
 import Crypto
 import HTTP2
+import IO
 import JSONCore
 import Sender
 
@@ -92,10 +93,10 @@ enum BenchCommand {
         configuration.streamsPerConnection = streams
         if let threads = try invocation.int("--threads", in: 1...64) { configuration.threads = threads }
         let deadline = try invocation.double("--deadline", in: 0.001...86_400) ?? 30
-        if let seconds = try invocation.double("--ping-after", in: 0.01...86_400) { configuration.pingAfterSilence = UInt64(seconds * 1e9) }
-        if let seconds = try invocation.double("--ping-timeout", in: 0.01...3_600) { configuration.pingTimeout = UInt64(seconds * 1e9) }
+        if let seconds = try invocation.double("--ping-after", in: 0.01...86_400) { configuration.pingAfterSilence = .seconds(seconds) }
+        if let seconds = try invocation.double("--ping-timeout", in: 0.01...3_600) { configuration.pingTimeout = .seconds(seconds) }
 
-        var result = measure(pushes: pushes, configuration: configuration, bundle: bundle, deadline: UInt64(deadline * 1e9),
+        var result = measure(pushes: pushes, configuration: configuration, bundle: bundle, deadline: .seconds(deadline),
                              console: invocation.console)
         if let child { result.simulatorCPUSeconds = child.stop() }
         report(result, invocation: invocation)
@@ -116,35 +117,35 @@ enum BenchCommand {
         return .success
     }
 
-    static func measure(pushes: Int, configuration: PoolConfiguration, bundle: String, deadline: UInt64, console: Console) -> Result {
+    static func measure(pushes: Int, configuration: PoolConfiguration, bundle: String, deadline: Duration, console: Console) -> Result {
         // One deadline for the whole run, like an event's: a push not delivered by then ends expired.
         let group = PushGroup(label: "bench", headers: BenchPayload.headers(bundle: bundle),
                               body: BenchPayload.body(timestamp: Int64(time(nil))),
-                              deadline: MonotonicClock.nanoseconds() &+ deadline, resendUnknown: false)
+                              deadline: MonotonicInstant.now() + deadline, resendUnknown: false)
         let pool = ConnectionPool(configuration: configuration)
         defer { pool.shutdown() }
         var template = DeviceTokenBytes(bytes: [UInt8](repeating: 0xA5, count: 32))!
 
         let cpuStart = CPUUsage.seconds()
-        let start = MonotonicClock.nanoseconds()
+        let start = MonotonicInstant.now()
         var batch: [PushJob] = []
         batch.reserveCapacity(1024)
-        var lastProgress: UInt64 = 0
+        var lastProgress = MonotonicInstant(nanoseconds: 0)
         for index in 0..<pushes {
             template.overwrite(at: 0, bigEndian: UInt64(index))
             batch.append(PushJob(token: template, group: group, id: UInt64(index)))
             if batch.count == 1024 || index == pushes - 1 {
                 pool.send(batch)
                 batch.removeAll(keepingCapacity: true)
-                let now = MonotonicClock.nanoseconds()
-                if console.isTerminal && now &- lastProgress > 200_000_000 {
+                let now = MonotonicInstant.now()
+                if console.isTerminal && now - lastProgress > .milliseconds(200) {
                     lastProgress = now
                     console.progress("\rbench: \(pool.finishedCount)/\(pushes) pushes done")
                 }
             }
         }
         pool.waitUntilFinished { done in console.progress("\rbench: \(done)/\(pushes) pushes done") }
-        let seconds = Double(MonotonicClock.nanoseconds() &- start) / 1e9
+        let seconds = (MonotonicInstant.now() - start).seconds
         let cpu = CPUUsage.seconds() - cpuStart
         if console.isTerminal { console.progress("\r\u{1B}[K") }
         let (counters, latencies) = pool.statistics()

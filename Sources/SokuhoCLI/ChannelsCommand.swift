@@ -53,11 +53,12 @@ enum ChannelsCommand {
         }
         var options = ClientConnectionOptions(host: host, port: port, tls: tls)
         options.serverName = invocation.string("--server-name")
-        options.connectTimeout = UInt64(timeout * 1e9)
+        options.connectTimeout = .seconds(timeout)
         let clientRequest = ClientRequest(method: method, path: request.path, headers: request.headers.map { ($0.name, $0.value) },
                                           body: request.body.isEmpty ? nil : request.body)
         let results: [ClientResult]
-        switch OneShotClient.perform([clientRequest], options: options, authorization: token.authorization, timeout: UInt64(timeout * 1e9)) {
+        switch OneShotClient.perform([clientRequest], options: options, authorization: token.authorization, timeout: .seconds(timeout),
+                                   streamsUntilFirstSuccess: 1) {
         case let .failure(error): throw CLIError(.unavailable, "\(host):\(port): \(error)")
         case let .success(value): results = value
         }

@@ -70,8 +70,9 @@ enum SendCommand {
         let request = ClientRequest(method: "POST", path: push.path, headers: push.headers.map { ($0.name, $0.value) }, body: push.body)
         var options = ClientConnectionOptions(host: host, port: port, tls: tls)
         options.serverName = invocation.string("--server-name")
-        options.connectTimeout = UInt64(timeout * 1e9)
-        let result = OneShotClient.perform([request], options: options, authorization: token.authorization, timeout: UInt64(timeout * 1e9))
+        options.connectTimeout = .seconds(timeout)
+        let result = OneShotClient.perform([request], options: options, authorization: token.authorization, timeout: .seconds(timeout),
+                                          streamsUntilFirstSuccess: 1)
         switch result {
         case let .failure(error):
             throw CLIError(.unavailable, "\(host):\(port): \(error)")

@@ -48,7 +48,7 @@ enum SimulatorCommand {
         configuration.port = try invocation.int("--port", in: 0...65535) ?? 0
         configuration.managePort = try invocation.int("--manage-port", in: 0...65535) ?? 0
         configuration.threads = try invocation.int("--threads", in: 1...64) ?? 1
-        configuration.latency = UInt64(try invocation.int("--latency-ms", in: 0...600_000) ?? 0) * 1_000_000
+        configuration.latency = .milliseconds(try invocation.int("--latency-ms", in: 0...600_000) ?? 0)
         configuration.goAwayAfter = try invocation.int("--goaway-after", in: 1...Int(Int32.max)) ?? 0
         configuration.resetAfter = try invocation.int("--reset-after", in: 1...Int(Int32.max)) ?? 0
         configuration.stallAfter = try invocation.int("--stall-after", in: 1...Int(Int32.max)) ?? 0

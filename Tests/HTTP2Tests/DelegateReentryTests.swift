@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Crypto
 import HTTP2
+import IO
 import Testing
 
 /// A delegate that sends its next request from inside the callback that delivers the previous
@@ -21,18 +22,18 @@ final class ChainingDelegate: ClientConnectionDelegate {
     func submitNext(on connection: ClientConnection) {
         guard sent < total else { return }
         if connection.submit(method: "POST", path: "/3/device/\(sent)", headers: headers, body: SharedBytes(Array("x".utf8)),
-                             deadline: MonotonicClock.nanoseconds() + 10_000_000_000, tag: UInt64(sent)) {
+                             deadline: MonotonicInstant.now() + .nanoseconds(10_000_000_000)) != nil {
             sent += 1
         }
     }
 
     func connectionDidOpen(_ connection: ClientConnection) {}
     func connection(_ connection: ClientConnection, canSubmit capacity: Int) { if sent == 0 { submitNext(on: connection) } }
-    func connection(_ connection: ClientConnection, didReceive response: ResponseView, tag: UInt64) {
+    func connection(_ connection: ClientConnection, didReceive response: ResponseView, stream: Int) {
         answered += 1
         if answered == total { connection.close() } else { submitNext(on: connection) }
     }
-    func connection(_ connection: ClientConnection, didFail failure: StreamFailure, tag: UInt64) {
+    func connection(_ connection: ClientConnection, didFail failure: StreamFailure, stream: Int) {
         failures.append("\(failure)")
         connection.close()
     }

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Crypto
 @testable import HTTP2
+import IO
 import Testing
 
 /// Who closes a socket when a TLS stream cannot be set up. The bug: TLSStream set the fd before

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Crypto
 @testable import HTTP2
+import IO
 import Testing
 
 /// Server-certificate verification over real loopback handshakes: IP-address names are matched with

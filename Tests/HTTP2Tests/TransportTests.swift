@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Crypto
 import HTTP2
+import IO
 import Synchronization
 import Testing
 
@@ -14,13 +15,13 @@ final class EchoHandler: HTTP2RequestHandler, @unchecked Sendable {
     func handle(_ request: ServerRequest, on connection: ServerConnection) {
         seen.withLock { $0.append("\(request.method) \(request.path)") }
         if request.path.hasPrefix("/delayed/") {
-            arrivals.withLock { $0.append(MonotonicClock.nanoseconds()) }
-            connection.respond(streamID: request.streamID, ServerResponse(status: 200), delay: 30_000_000)
+            arrivals.withLock { $0.append(MonotonicInstant.now().nanoseconds) }
+            connection.respond(streamID: request.streamID, ServerResponse(status: 200), delay: .nanoseconds(30_000_000))
             return
         }
         switch request.path {
         case "/refuse": connection.reset(streamID: request.streamID, errorCode: 7)
-        case "/slow": connection.respond(streamID: request.streamID, ServerResponse(status: 200), delay: 300_000_000)
+        case "/slow": connection.respond(streamID: request.streamID, ServerResponse(status: 200), delay: .nanoseconds(300_000_000))
         case "/goaway":
             connection.goAway(lastStreamID: request.streamID - 2, reason: "Shutdown")
         case "/abort":
@@ -51,6 +52,12 @@ final class EchoHandler: HTTP2RequestHandler, @unchecked Sendable {
         try body(server.port, handler)
     }
 
+    /// OneShotClient as `sokuho send` uses it against APNs: one stream until the first 2xx.
+    func perform(_ requests: [ClientRequest], options: ClientConnectionOptions, authorization: String?,
+                 timeout: Duration = .seconds(30)) -> Result<[ClientResult], TransportError> {
+        OneShotClient.perform(requests, options: options, authorization: authorization, timeout: timeout, streamsUntilFirstSuccess: 1)
+    }
+
     func options(port: Int, ca: String? = certificates.ca, host: String = "127.0.0.1") throws -> ClientConnectionOptions {
         ClientConnectionOptions(host: host, port: port, tls: try TLSConfiguration.client(caFile: ca))
     }
@@ -60,7 +67,7 @@ final class EchoHandler: HTTP2RequestHandler, @unchecked Sendable {
             let requests = (0..<20).map { i in
                 ClientRequest(method: "POST", path: "/3/device/\(i)", headers: [("apns-topic", "com.example")], body: Array("body-\(i)".utf8))
             }
-            let results = try OneShotClient.perform(requests, options: options(port: port), authorization: "bearer abc").get()
+            let results = try perform(requests, options: options(port: port), authorization: "bearer abc").get()
             #expect(results.count == 20)
             for (i, result) in results.enumerated() {
                 guard case let .response(status, headers, body) = result else { Issue.record("request \(i): \(result)"); continue }
@@ -75,7 +82,7 @@ final class EchoHandler: HTTP2RequestHandler, @unchecked Sendable {
     @Test func anUntrustedCertificateIsRefused() throws {
         try withServer { port, _ in
             // The system bundle does not contain the test CA: verification must fail, never be skipped.
-            let result = OneShotClient.perform([ClientRequest(method: "GET", path: "/", headers: [])],
+            let result = perform([ClientRequest(method: "GET", path: "/", headers: [])],
                                                options: try options(port: port, ca: nil), authorization: nil)
             guard case let .failure(error) = result else { Issue.record("TLS must fail without the CA"); return }
             #expect(error.description.contains("certificate verification failed"))
@@ -86,7 +93,7 @@ final class EchoHandler: HTTP2RequestHandler, @unchecked Sendable {
         try withServer { port, _ in
             var opts = try options(port: port)
             opts.serverName = "api.push.apple.com"
-            let result = OneShotClient.perform([ClientRequest(method: "GET", path: "/", headers: [])], options: opts, authorization: nil)
+            let result = perform([ClientRequest(method: "GET", path: "/", headers: [])], options: opts, authorization: nil)
             guard case .failure = result else { Issue.record("a certificate for another name must be refused"); return }
         }
     }
@@ -99,14 +106,14 @@ final class EchoHandler: HTTP2RequestHandler, @unchecked Sendable {
                                      handler: EchoHandler())
         let port = server.port
         _ = consume server
-        let result = OneShotClient.perform([ClientRequest(method: "GET", path: "/", headers: [])], options: try options(port: port), authorization: nil)
+        let result = perform([ClientRequest(method: "GET", path: "/", headers: [])], options: try options(port: port), authorization: nil)
         guard case let .failure(error) = result else { Issue.record("nothing listens there"); return }
         #expect(error.description.contains("cannot connect"))
     }
 
     @Test func refusedStreamsAreProvablyUnprocessed() throws {
         try withServer { port, _ in
-            let results = try OneShotClient.perform([
+            let results = try perform([
                 ClientRequest(method: "POST", path: "/ok", headers: [], body: [1]),
                 ClientRequest(method: "POST", path: "/refuse", headers: [], body: [1]),
             ], options: options(port: port), authorization: nil).get()
@@ -121,7 +128,7 @@ final class EchoHandler: HTTP2RequestHandler, @unchecked Sendable {
         // while the first is held no second request may arrive. After it, all the rest arrive at once.
         try withServer { port, handler in
             let requests = (0..<10).map { ClientRequest(method: "POST", path: "/delayed/\($0)", headers: [], body: [0]) }
-            let results = try OneShotClient.perform(requests, options: options(port: port), authorization: nil).get()
+            let results = try perform(requests, options: options(port: port), authorization: nil).get()
             #expect(results.allSatisfy { if case .response(200, _, _) = $0 { true } else { false } })
             #expect(handler.seen.withLock { $0 }.first == "POST /delayed/0")
             // The second request can only leave after the first answer, which the server held 30 ms.
@@ -133,8 +140,8 @@ final class EchoHandler: HTTP2RequestHandler, @unchecked Sendable {
 
     @Test func aDeadlineEndsAStreamAsTimedOut() throws {
         try withServer { port, _ in
-            let results = try OneShotClient.perform([ClientRequest(method: "POST", path: "/slow", headers: [], body: [1])],
-                                                    options: options(port: port), authorization: nil, timeout: 100_000_000).get()
+            let results = try perform([ClientRequest(method: "POST", path: "/slow", headers: [], body: [1])],
+                                                    options: options(port: port), authorization: nil, timeout: .nanoseconds(100_000_000)).get()
             guard case let .failed(.timedOut(sent)) = results[0] else { Issue.record("\(results[0])"); return }
             #expect(sent)
         }
@@ -142,7 +149,7 @@ final class EchoHandler: HTTP2RequestHandler, @unchecked Sendable {
 
     @Test func streamsAboveGoAwayAreRefusedAndBelowItAreAnswered() throws {
         try withServer { port, _ in
-            let results = try OneShotClient.perform([
+            let results = try perform([
                 ClientRequest(method: "POST", path: "/ok", headers: [], body: [1]),
                 ClientRequest(method: "POST", path: "/delayed/a", headers: [], body: [1]),
                 ClientRequest(method: "POST", path: "/delayed/b", headers: [], body: [1]),
@@ -159,7 +166,7 @@ final class EchoHandler: HTTP2RequestHandler, @unchecked Sendable {
 
     @Test func aDroppedConnectionLeavesInFlightStreamsUnknown() throws {
         try withServer { port, _ in
-            let results = try OneShotClient.perform([
+            let results = try perform([
                 ClientRequest(method: "POST", path: "/ok", headers: [], body: [1]),
                 ClientRequest(method: "POST", path: "/delayed/a", headers: [], body: [1]),
                 ClientRequest(method: "POST", path: "/abort", headers: [], body: [1]),

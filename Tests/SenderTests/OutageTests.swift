@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Crypto
 import HTTP2
+import IO
 import Sender
 import Simulator
 import Synchronization
@@ -97,14 +98,14 @@ struct OutageRun {
         let sink = RecordingSink()
         let sender = ConnectionPool(configuration: pool, sink: sink)
         defer { sender.shutdown() }
-        let start = MonotonicClock.nanoseconds()
+        let start = MonotonicInstant.now()
         let group = PushGroup(label: "outage", headers: startGroupHeaders, body: body, pathPrefix: pathPrefix,
-                              deadline: start &+ UInt64(deadline * 1e9), resendUnknown: resendUnknown)
+                              deadline: start + .seconds(deadline), resendUnknown: resendUnknown)
         sender.send((0..<pushes).map { PushJob(token: PoolFaultTests.token($0), group: group, id: UInt64($0)) })
         whileRunning(simulator)
-        let finished = sender.waitUntilFinished(timeout: UInt64((deadline + 10) * 1e9))
+        let finished = sender.waitUntilFinished(timeout: .seconds(deadline + 10))
         #expect(finished, "every push must end by its deadline")
-        let seconds = Double(MonotonicClock.nanoseconds() &- start) / 1e9
+        let seconds = (MonotonicInstant.now() - start).seconds
         let counters = sender.statistics().counters
         let simulatorCounters = simulator.counters
         simulator.stop()
@@ -130,10 +131,10 @@ struct OutageRun {
 
 /// Records when each push finished, relative to a start.
 final class TimedSink: PushOutcomeSink, @unchecked Sendable {
-    let start = MonotonicClock.nanoseconds()
+    let start = MonotonicInstant.now()
     let finished = Mutex<[(outcome: PushOutcome, seconds: Double)]>([])
     func pushCompleted(_ push: CompletedPush) {
-        let seconds = Double(MonotonicClock.nanoseconds() - start) / 1e9
+        let seconds = (MonotonicInstant.now() - start).seconds
         finished.withLock { $0.append((push.outcome, seconds)) }
     }
 }
@@ -160,9 +161,9 @@ final class TimedSink: PushOutcomeSink, @unchecked Sendable {
         let sender = ConnectionPool(configuration: pool, sink: sink)
         defer { sender.shutdown() }
         let group = PushGroup(label: "retry", headers: OutageRun.startGroupHeaders, body: OutageRun.body,
-                              deadline: sink.start + UInt64(deadline * 1e9), resendUnknown: false)
+                              deadline: sink.start + .seconds(deadline), resendUnknown: false)
         sender.send((0..<2_000).map { PushJob(token: PoolFaultTests.token($0), group: group, id: UInt64($0)) })
-        #expect(sender.waitUntilFinished(timeout: UInt64((deadline + 10) * 1e9)))
+        #expect(sender.waitUntilFinished(timeout: .seconds(deadline + 10)))
         return (sink, sender.statistics().counters)
     }
 
@@ -210,26 +211,26 @@ final class TimedSink: PushOutcomeSink, @unchecked Sendable {
         pool.threads = 1
         let sender = ConnectionPool(configuration: pool, sink: nil)
         defer { sender.shutdown() }
-        let start = MonotonicClock.nanoseconds()
+        let start = MonotonicInstant.now()
         let group = PushGroup(label: "x", headers: OutageRun.startGroupHeaders, body: OutageRun.body,
-                              deadline: start + 1_000_000_000, resendUnknown: false)
+                              deadline: start + .nanoseconds(1_000_000_000), resendUnknown: false)
         sender.send((0..<500).map { PushJob(token: PoolFaultTests.token($0), group: group, id: UInt64($0)) })
-        #expect(sender.waitUntilFinished(timeout: 5_000_000_000))
-        let seconds = Double(MonotonicClock.nanoseconds() - start) / 1e9
+        #expect(sender.waitUntilFinished(timeout: .nanoseconds(5_000_000_000)))
+        let seconds = (MonotonicInstant.now() - start).seconds
         #expect(sender.statistics().counters[.expired] == 500)
         #expect(seconds < 2.5, "expired at the 1 s deadline, not after the 10 s connect timeout (\(seconds) s)")
     }
 
     @Test("a name that fails to resolve for a moment is retried with back-off, not fatal")
     func aDNSBlipIsRetried() throws {
-        let start = MonotonicClock.nanoseconds()
+        let start = MonotonicInstant.now()
         let lookups = Atomic<Int>(0)
         let run = try OutageRun.run(pushes: 300, configurePool: { pool in
-            pool.reconnectInitial = 300_000_000
+            pool.reconnectInitial = .nanoseconds(300_000_000)
             pool.resolver = { host, port throws(TransportError) in
                 lookups.add(1, ordering: .relaxed)
                 // The resolver is down for the first 0.5 s (both connections' first lookups fail).
-                if MonotonicClock.nanoseconds() - start < 500_000_000 { throw .resolve(host: host, message: "Temporary failure in name resolution") }
+                if MonotonicInstant.now() - start < .nanoseconds(500_000_000) { throw .resolve(host: host, message: "Temporary failure in name resolution") }
                 return try SocketAddress.resolve(host: host, port: port)
             }
         })
@@ -242,7 +243,7 @@ final class TimedSink: PushOutcomeSink, @unchecked Sendable {
     @Test("a name that never resolves still fails fast, once every connection has failed three times")
     func aNameThatNeverResolvesFailsFast() throws {
         let run = try OutageRun.run(pushes: 50, configurePool: { pool in
-            pool.reconnectInitial = 20_000_000
+            pool.reconnectInitial = .nanoseconds(20_000_000)
             pool.resolver = { host, _ throws(TransportError) in throw .resolve(host: host, message: "Name or service not known") }
         })
         #expect(run.counters[.authOrConnectionFailure] == 50)
@@ -255,7 +256,7 @@ final class TimedSink: PushOutcomeSink, @unchecked Sendable {
         let hole = try BlackHole()
         try #require(hole.swallowsConnects(), "premise: a connect to the full listener hangs")
         let run = try OutageRun.run(pushes: 200, configurePool: { pool in
-            pool.connectTimeout = 10_000_000_000
+            pool.connectTimeout = .nanoseconds(10_000_000_000)
             let holePort = hole.port
             pool.resolver = { _, port throws(TransportError) in
                 // The first address answers nothing (an IPv6 route that drops packets, say); the second works.
@@ -278,7 +279,7 @@ final class TimedSink: PushOutcomeSink, @unchecked Sendable {
 
     @Test("a server that disappears mid-run: every push still ends in one outcome, by its deadline")
     func aServerThatDisappearsMidRun() throws {
-        let run = try OutageRun.run(pushes: 20_000, deadline: 3, configureSimulator: { $0.latency = 20_000_000 },
+        let run = try OutageRun.run(pushes: 20_000, deadline: 3, configureSimulator: { $0.latency = .nanoseconds(20_000_000) },
                                     whileRunning: { simulator in
             usleep(300_000)
             simulator.stop()
@@ -316,7 +317,7 @@ final class TimedSink: PushOutcomeSink, @unchecked Sendable {
         let run = try OutageRun.run(pushes: 3_000, configureSimulator: { simulator in
             simulator.goAwayAfter = 500
             simulator.goAwayReason = reason
-        }, configurePool: { $0.reconnectInitial = 100_000_000 })
+        }, configurePool: { $0.reconnectInitial = .nanoseconds(100_000_000) })
         run.expectOneOutcomePerPush(3_000)
         #expect(run.halt == nil, "\(String(describing: run.halt))")
         #expect(run.counters[.authOrConnectionFailure] == 0)
@@ -370,7 +371,7 @@ final class TimedSink: PushOutcomeSink, @unchecked Sendable {
         defer { sender.shutdown() }
         let group = PushGroup(label: "x", headers: OutageRun.startGroupHeaders, body: OutageRun.body, resendUnknown: false)
         sender.send((0..<300).map { PushJob(token: PoolFaultTests.token($0), group: group, id: UInt64($0)) })
-        #expect(sender.waitUntilFinished(timeout: 20_000_000_000))
+        #expect(sender.waitUntilFinished(timeout: .nanoseconds(20_000_000_000)))
         #expect(sender.statistics().counters[.authOrConnectionFailure] == 300)
         let halt = sender.haltMessage ?? ""
         #expect(halt.contains("clock is at least") && halt.contains("behind APNs'"), "\(halt)")
@@ -391,7 +392,7 @@ final class TimedSink: PushOutcomeSink, @unchecked Sendable {
             let sender = ConnectionPool(configuration: try pool(clockOffset: 0, simulator: simulator))
             let group = PushGroup(label: "p\(process)", headers: OutageRun.startGroupHeaders, body: OutageRun.body, resendUnknown: false)
             sender.send((0..<20).map { PushJob(token: PoolFaultTests.token(process * 100 + $0), group: group, id: UInt64($0)) })
-            #expect(sender.waitUntilFinished(timeout: 10_000_000_000))
+            #expect(sender.waitUntilFinished(timeout: .nanoseconds(10_000_000_000)))
             #expect(sender.statistics().counters[.delivered] == 20, "process \(process): \(String(describing: sender.haltMessage))")
             sender.shutdown()
         }

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Crypto
 import HTTP2
+import IO
 import Sender
 import Simulator
 import Synchronization
@@ -77,7 +78,7 @@ final class RecordingSink: PushOutcomeSink, @unchecked Sendable {
         pool.connections = 4
         pool.threads = 2
         pool.streamsPerConnection = 200
-        pool.retry.baseDelay = 20_000_000
+        pool.retry.baseDelay = .nanoseconds(20_000_000)
         let key = try SigningKey(contentsOf: Self.certificates.providerKey)
         pool.providerTokens = ProviderTokenSource(signer: try ProviderTokenSigner(key: key, keyID: SimulatorCertificates.keyID,
                                                                                   teamID: SimulatorCertificates.teamID))
@@ -95,7 +96,7 @@ final class RecordingSink: PushOutcomeSink, @unchecked Sendable {
             if batch.count == 500 { sender.send(batch); batch.removeAll() }
         }
         sender.send(batch)
-        #expect(sender.waitUntilFinished(timeout: 120_000_000_000), "every push must finish")
+        #expect(sender.waitUntilFinished(timeout: .nanoseconds(120_000_000_000)), "every push must finish")
 
         let entries = sink.entries.withLock { $0 }
         let (counters, _) = sender.statistics()
@@ -133,13 +134,13 @@ final class RecordingSink: PushOutcomeSink, @unchecked Sendable {
         var pool = PoolConfiguration(host: "127.0.0.1", port: 1, tls: try TLSConfiguration.client(caFile: Self.certificates.ca))
         pool.connections = 2
         pool.threads = 1
-        pool.reconnectInitial = 10_000_000
+        pool.reconnectInitial = .nanoseconds(10_000_000)
         let sink = RecordingSink()
         let sender = ConnectionPool(configuration: pool, sink: sink)
         defer { sender.shutdown() }
         let group = PushGroup(label: "x", headers: [], body: [1], resendUnknown: false)
         sender.send((0..<50).map { PushJob(token: Self.token($0), group: group, id: UInt64($0)) })
-        #expect(sender.waitUntilFinished(timeout: 30_000_000_000))
+        #expect(sender.waitUntilFinished(timeout: .nanoseconds(30_000_000_000)))
         let (counters, _) = sender.statistics()
         #expect(counters[.authOrConnectionFailure] == 50)
         #expect(sender.haltMessage?.contains("cannot connect") == true)
@@ -152,12 +153,12 @@ final class RecordingSink: PushOutcomeSink, @unchecked Sendable {
         var pool = PoolConfiguration(host: "127.0.0.1", port: 70_000, tls: try TLSConfiguration.client(caFile: Self.certificates.ca))
         pool.connections = 1
         pool.threads = 1
-        pool.reconnectInitial = 10_000_000
+        pool.reconnectInitial = .nanoseconds(10_000_000)
         let sender = ConnectionPool(configuration: pool)
         defer { sender.shutdown() }
         let group = PushGroup(label: "x", headers: [], body: [1], resendUnknown: false)
         sender.send((0..<10).map { PushJob(token: Self.token($0), group: group, id: UInt64($0)) })
-        #expect(sender.waitUntilFinished(timeout: 10_000_000_000))
+        #expect(sender.waitUntilFinished(timeout: .nanoseconds(10_000_000_000)))
         #expect(sender.statistics().counters[.authOrConnectionFailure] == 10)
         #expect(sender.haltMessage?.contains("port 70000 is outside") == true, "\(String(describing: sender.haltMessage))")
     }
@@ -176,7 +177,7 @@ final class RecordingSink: PushOutcomeSink, @unchecked Sendable {
         let group = PushGroup(label: "x", headers: [("apns-push-type", "alert"), ("apns-topic", "com.example.eew")],
                               body: Array(#"{"aps":{"alert":"hi"}}"#.utf8), resendUnknown: false)
         sender.send((0..<300).map { PushJob(token: Self.token($0), group: group, id: UInt64($0)) })
-        #expect(sender.waitUntilFinished(timeout: 30_000_000_000))
+        #expect(sender.waitUntilFinished(timeout: .nanoseconds(30_000_000_000)))
         let (counters, _) = sender.statistics()
         #expect(counters[.authOrConnectionFailure] == 300)
         // One stream per new connection until a push succeeds: only a handful ever reached APNs.
@@ -211,14 +212,14 @@ final class GoAwayWithReason: HTTP2RequestHandler, @unchecked Sendable {
         var pool = PoolConfiguration(host: "127.0.0.1", port: server.port, tls: try TLSConfiguration.client(caFile: certificates.ca))
         pool.connections = 2
         pool.threads = 1
-        pool.reconnectInitial = 50_000_000
+        pool.reconnectInitial = .nanoseconds(50_000_000)
         let sender = ConnectionPool(configuration: pool)
         defer { sender.shutdown() }
         let group = PushGroup(label: "x", headers: [("apns-push-type", "alert"), ("apns-topic", "com.example.eew")],
-                              body: Array(#"{"aps":{"alert":"hi"}}"#.utf8), deadline: MonotonicClock.nanoseconds() + 1_500_000_000,
+                              body: Array(#"{"aps":{"alert":"hi"}}"#.utf8), deadline: MonotonicInstant.now() + .nanoseconds(1_500_000_000),
                               resendUnknown: false)
         sender.send((0..<pushes).map { PushJob(token: PoolFaultTests.token($0), group: group, id: UInt64($0)) })
-        #expect(sender.waitUntilFinished(timeout: 20_000_000_000))
+        #expect(sender.waitUntilFinished(timeout: .nanoseconds(20_000_000_000)))
         return (sender.statistics().counters, handler.connections.load(ordering: .relaxed), sender.haltMessage)
     }
 

@@ -37,7 +37,7 @@ import Testing
 
     @Test func backoffDoublesWithJitterAndIsCapped() {
         for attempt in 1...12 {
-            let ceiling = min(policy.maximumDelay, policy.baseDelay << UInt64(attempt - 1))
+            let ceiling = min(policy.maximumDelay, policy.baseDelay * (1 << (attempt - 1)))
             let low = policy.backoff(attempt: attempt, random: 0), high = policy.backoff(attempt: attempt, random: 0.9999)
             #expect(low == ceiling / 2)
             #expect(high <= ceiling && high > ceiling * 9 / 10)

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Crypto
 import HTTP2
+import IO
 import JSONCore
 import Synchronization
 import Testing
@@ -17,8 +18,8 @@ import Testing
         func connection(_ connection: ClientConnection, canSubmit capacity: Int) {
             state.withLock { $0.pings = connection.pingsSent; $0.acks = connection.pingsAcknowledged }
         }
-        func connection(_ connection: ClientConnection, didReceive response: ResponseView, tag: UInt64) {}
-        func connection(_ connection: ClientConnection, didFail failure: StreamFailure, tag: UInt64) {}
+        func connection(_ connection: ClientConnection, didReceive response: ResponseView, stream: Int) {}
+        func connection(_ connection: ClientConnection, didFail failure: StreamFailure, stream: Int) {}
         func connection(_ connection: ClientConnection, didClose error: TransportError?, goAway: GoAwayInfo?) {
             state.withLock { $0.closed = .some(error) }
         }
@@ -43,8 +44,8 @@ import Testing
         let loop = EventLoop(name: "ping-test")
         var options = ClientConnectionOptions(host: "127.0.0.1", port: Int(port), serverName: "localhost",
                                               tls: try TLSConfiguration.client(caFile: certDir + "/ca.pem"))
-        options.pingAfterIdle = 100_000_000
-        options.pingTimeout = 400_000_000
+        options.pingAfterIdle = .nanoseconds(100_000_000)
+        options.pingTimeout = .nanoseconds(400_000_000)
         let connection = ClientConnection(loop: loop, options: options)
         let watcher = Watcher()
         connection.delegate = watcher

@@ -132,7 +132,7 @@ import Testing
     /// The simulator holds its answer longer than `--timeout`: the push was sent, its outcome is
     /// unknown, and the message says so.
     @Test func anAnswerLaterThanTheTimeoutIs69() throws {
-        try withSimulator({ $0.latency = 30_000_000_000 }) { sim in
+        try withSimulator({ $0.latency = .nanoseconds(30_000_000_000) }) { sim in
             // One second leaves the TLS handshake ample time even on a busy machine.
             let run = sim.run(update + ["--timeout", "1"])
             #expect(run.code == .unavailable, "\(run)")

@@ -21,7 +21,7 @@ import Testing
             // the server is shown to answer PINGs on this connection before the stall.
             let client = try RecordingClient(port: sim.port, ca: sim.certificates.ca, authorization: try sim.authorization(),
                                              request: push(deviceToken("d1")), count: 3, waitForPingAck: true,
-                                             pingAfterIdle: 100_000_000, pingTimeout: 1_000_000_000)
+                                             pingAfterIdle: .nanoseconds(100_000_000), pingTimeout: .nanoseconds(1_000_000_000))
             defer { client.finish() }
             #expect(client.wait(seconds: 10) { _ in sim.counters.connectionsStalled == 1 }, "the third push must stall its connection")
 
@@ -83,7 +83,7 @@ import Testing
                                                                    teamID: SimulatorCertificates.teamID, issuedAt: issuedAt)
             let options = ClientConnectionOptions(host: "127.0.0.1", port: sim.port, tls: try TLSConfiguration.client(caFile: sim.certificates.ca))
             let results = try OneShotClient.perform([push(deviceToken("e\(index)"))], options: options, authorization: authorization,
-                                                    timeout: 10_000_000_000).get()
+                                                    timeout: .nanoseconds(10_000_000_000)).get()
             return results[0]
         }
     }
@@ -142,7 +142,7 @@ import Testing
 
         // The fourth push stalls its connection: no answer, no PING ACK, until the client gives up.
         let stalled = try RecordingClient(port: port, ca: ca, authorization: tokens[0], request: request, count: 1,
-                                          pingAfterIdle: 100_000_000, pingTimeout: 1_000_000_000)
+                                          pingAfterIdle: .nanoseconds(100_000_000), pingTimeout: .nanoseconds(1_000_000_000))
         defer { stalled.finish() }
         #expect(stalled.waitUntilClosed(seconds: 10))
         let state = stalled.state.withLock { $0 }

@@ -14,7 +14,7 @@ import Testing
     /// first push was accepted would have it refused (REFUSED_STREAM) by the simulator's
     /// SETTINGS_MAX_CONCURRENT_STREAMS of 1: every request answered 200 proves it waited.
     @Test func oneStreamUntilTheFirstPushIsAccepted() throws {
-        try withSimulator({ $0.latency = 20_000_000; $0.oneStreamUntilFirstPush = true; $0.maximumStreams = 1000 }) { sim in
+        try withSimulator({ $0.latency = .nanoseconds(20_000_000); $0.oneStreamUntilFirstPush = true; $0.maximumStreams = 1000 }) { sim in
             let results = try sim.perform(pushes(6, token: deviceToken("c1")))
             #expect(results.map(\.status) == Array(repeating: 200, count: 6), "\(results.map(\.failure))")
             #expect(sim.counters.accepted == 6)
@@ -25,7 +25,7 @@ import Testing
 
     /// The same client against a simulator that stays at one stream: still no request is refused.
     @Test func aServerLimitOfOneIsObeyedThroughout() throws {
-        try withSimulator({ $0.latency = 5_000_000; $0.maximumStreams = 1 }) { sim in
+        try withSimulator({ $0.latency = .nanoseconds(5_000_000); $0.maximumStreams = 1 }) { sim in
             let results = try sim.perform(pushes(4, token: deviceToken("c2")))
             #expect(results.map(\.status) == [200, 200, 200, 200], "\(results.map(\.failure))")
         }
@@ -35,7 +35,7 @@ import Testing
     /// answered, the rest were provably not processed (refused, safe to resend) and the simulator
     /// counted only the two.
     @Test func goAwayMidRequestLeavesTheRestRefused() throws {
-        try withSimulator({ $0.goAwayAfter = 2; $0.latency = 5_000_000 }) { sim in
+        try withSimulator({ $0.goAwayAfter = 2; $0.latency = .nanoseconds(5_000_000) }) { sim in
             let results = try sim.perform(pushes(5, token: deviceToken("c3")))
             #expect(results[0].status == 200 && results[1].status == 200, "\(results)")
             for result in results[2...] {

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Crypto
 import HTTP2
+import IO
 import Synchronization
 
 /// One client connection to the simulator that sends requests one after another (each waits for
@@ -36,7 +37,7 @@ final class RecordingClient: ClientConnectionDelegate, @unchecked Sendable {
     /// Sends `request` `count` times. With `waitForPingAck`, the first request goes out only after
     /// one idle PING was acknowledged: proof the server answers PINGs on this very connection.
     init(port: Int, ca: String, authorization: String, request: ClientRequest, count: Int, waitForPingAck: Bool = false,
-         pingAfterIdle: UInt64 = 3_600_000_000_000, pingTimeout: UInt64 = 10_000_000_000) throws {
+         pingAfterIdle: Duration = .seconds(3600), pingTimeout: Duration = .seconds(10)) throws {
         self.request = request
         self.count = count
         self.waitForPingAck = waitForPingAck
@@ -83,21 +84,21 @@ final class RecordingClient: ClientConnectionDelegate, @unchecked Sendable {
         if waitForPingAck && connection.pingsAcknowledged == 0 { return }
         inFlight = connection.submit(method: request.method, path: request.path, headers: headers,
                                      body: request.body.map { SharedBytes($0) },
-                                     deadline: MonotonicClock.nanoseconds() &+ 30_000_000_000, tag: UInt64(submitted))
+                                     deadline: MonotonicInstant.now() + .nanoseconds(30_000_000_000)) != nil
         if inFlight {
             submitted += 1
             state.withLock { $0.acknowledgedAtLastSubmit = connection.pingsAcknowledged }
         }
     }
 
-    func connection(_ connection: ClientConnection, didReceive response: ResponseView, tag: UInt64) {
+    func connection(_ connection: ClientConnection, didReceive response: ResponseView, stream: Int) {
         let result = ClientResult.response(status: response.status, headers: response.headers, body: response.bodyBytes)
         state.withLock { $0.results.append(result) }
         inFlight = false
         record(connection)
     }
 
-    func connection(_ connection: ClientConnection, didFail failure: StreamFailure, tag: UInt64) {
+    func connection(_ connection: ClientConnection, didFail failure: StreamFailure, stream: Int) {
         state.withLock { $0.results.append(.failed(failure)) }
         inFlight = false
     }

@@ -107,7 +107,7 @@ final class RunningSimulator {
     func perform(_ requests: [ClientRequest]) throws -> [ClientResult] {
         let options = ClientConnectionOptions(host: "127.0.0.1", port: port, tls: try TLSConfiguration.client(caFile: certificates.ca))
         return try OneShotClient.perform(requests, options: options, authorization: try authorization(),
-                                         timeout: 10_000_000_000).get()
+                                         timeout: .seconds(10), streamsUntilFirstSuccess: 1).get()  // APNs' rule, as the simulator enforces it
     }
 
 }

@@ -1,5 +1,6 @@
 import Crypto
 import HTTP2
+import IO
 
 /// Sends one request per entry of `authorizations`, one after another on ONE connection, switching
 /// the provider token before each: what a sender that refreshes tokens too eagerly would do.
@@ -37,15 +38,15 @@ enum TokenSwitchingClient {
             connection.setAuthorization(authorizations[results.count])
             inFlight = connection.submit(method: request.method, path: request.path, headers: headers,
                                          body: request.body.map { SharedBytes($0) },
-                                         deadline: MonotonicClock.nanoseconds() &+ 10_000_000_000, tag: 0)
+                                         deadline: MonotonicInstant.now() + .nanoseconds(10_000_000_000)) != nil
         }
 
-        func connection(_ connection: ClientConnection, didReceive response: ResponseView, tag: UInt64) {
+        func connection(_ connection: ClientConnection, didReceive response: ResponseView, stream: Int) {
             results.append(.response(status: response.status, headers: response.headers, body: response.bodyBytes))
             next(connection)
         }
 
-        func connection(_ connection: ClientConnection, didFail failure: StreamFailure, tag: UInt64) {
+        func connection(_ connection: ClientConnection, didFail failure: StreamFailure, stream: Int) {
             results.append(.failed(failure))
             next(connection)
         }

@@ -12,7 +12,7 @@ public enum NameResolution {
     /// blocks for as long as the DNS server takes, and a loop thread carries every other connection
     /// of its share. A thread per lookup is cheap next to what follows it (TCP + TLS), and lookups
     /// happen only when a connection opens.
-    static func start(host: String, port: Int, resolver: @escaping NameResolver, on loop: EventLoop,
+    public static func start(host: String, port: Int, resolver: @escaping NameResolver, on loop: EventLoop,
                       completion: @escaping @Sendable (Result<[SocketAddress], TransportError>) -> Void) {
         OSThread.startDetached(name: "sokuho-resolve") {
             let result: Result<[SocketAddress], TransportError>

@@ -23,7 +23,7 @@ public final class OSThread: @unchecked Sendable {
             me.body()
             return nil
         }, context)
-        precondition(rc == 0, "pthread_create failed: \(rc)")
+        Syscall.pthread("pthread_create", rc)
 
         return thread
     }
@@ -31,10 +31,9 @@ public final class OSThread: @unchecked Sendable {
     /// Starts `body` on a new thread that nobody joins: its resources go back when it returns.
     public static func startDetached(name: String, _ body: @escaping @Sendable () -> Void) {
         let thread = start(name: name, body)
-        let rc = pthread_detach(thread.handle)
-        precondition(rc == 0, "pthread_detach failed: \(rc)")
+        Syscall.pthread("pthread_detach", pthread_detach(thread.handle))
     }
 
     /// Waits for the thread to end.
-    public func join() { pthread_join(handle, nil) }
+    public func join() { Syscall.pthread("pthread_join", pthread_join(handle, nil)) }
 }
