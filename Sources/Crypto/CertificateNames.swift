@@ -23,7 +23,7 @@ public struct CertificateNames: Sendable, Equatable {
     public init() {}
 
     /// Reads the names of `certificate` (a parsed mbedTLS certificate; only the first of a chain).
-    public init(_ certificate: UnsafePointer<mbedtls_x509_crt>) {
+    package init(_ certificate: UnsafePointer<mbedtls_x509_crt>) {
         let crt = certificate.pointee
         subject = Self.distinguishedName(certificate, \.subject)
         issuer = Self.distinguishedName(certificate, \.issuer)

@@ -1,7 +1,8 @@
 import CMbedTLS
 import Synchronization
 
-/// An mbedTLS TLS 1.2 configuration with ALPN `h2`, shared by every connection of one side.
+/// An mbedTLS TLS 1.2 configuration with ALPN `h2`, shared by every connection of one side; each
+/// connection's `TLSStream` (next to it, in this module) runs a session on it.
 ///
 /// Client side: certificate verification is always on (`MBEDTLS_SSL_VERIFY_REQUIRED`) against
 /// `--ca-file` or the system bundle; there is no insecure mode. Server side: our own certificate and
@@ -101,8 +102,8 @@ public final class TLSConfiguration: @unchecked Sendable {
         ([ownKey] + GeneratorTable.certificates(caChain).map(GeneratorTable.key(of:))).count { !GeneratorTable.isReady($0) }
     }
 
-    /// The raw config for `mbedtls_ssl_setup`.
-    public var sslConfig: UnsafePointer<mbedtls_ssl_config> { UnsafePointer(config) }
+    /// The raw config for `mbedtls_ssl_setup` (`TLSStream`); it never leaves this module.
+    var sslConfig: UnsafePointer<mbedtls_ssl_config> { UnsafePointer(config) }
 }
 
 /// Why a TLS configuration could not be built: the message names the file and the fix.

@@ -242,7 +242,7 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
         do {
             tls = try TLSStream(fd: rawFD, configuration: options.tls, serverName: options.serverName ?? options.host)
         } catch {
-            finishClose(error)
+            finishClose(.tls(error.message))
             return
         }
         state = .handshaking
@@ -430,7 +430,7 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
         switch tls.handshake() {
         case .wantRead: tlsWantsWrite = false
         case .wantWrite: tlsWantsWrite = true
-        case let .failed(error): finishClose(error)
+        case let .failed(error): finishClose(.tls(error.message))
         case .done:
             guard tls.negotiatedProtocol == "h2" else {
                 finishClose(.alpn("it chose \(tls.negotiatedProtocol ?? "no protocol")"))
@@ -482,7 +482,7 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
                 finishClose(goAway == nil ? .closed("the server closed the connection") : nil)
                 return received
             case let .failed(error):
-                finishClose(error)
+                finishClose(.tls(error.message))
                 return received
             }
         }
@@ -518,7 +518,7 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
                 finishClose(.closed("the server closed the connection while we were writing"))
                 return
             case let .failed(error):
-                finishClose(error)
+                finishClose(.tls(error.message))
                 return
             }
         }

@@ -47,7 +47,7 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
         self.id = id
         self.handler = handler
         self.maximumStreams = maximumStreams
-        tls = try TLSStream(fd: fd, configuration: configuration, serverName: nil)
+        do { tls = try TLSStream(fd: fd, configuration: configuration, serverName: nil) } catch { throw .tls(error.message) }
         input = .allocate(capacity: inputCapacity)
     }
 
