@@ -29,7 +29,7 @@ let package = Package(
         .target(name: "IO", dependencies: ["CSystem"]),
         // HTTP/2 over TLS: a sans-I/O session on nghttp2 (bytes in, events out) shared by the client
         // and server connections. Generic: nothing about APNs.
-        .target(name: "HTTP2", dependencies: ["IO", "CNghttp2", "CSystem", "CMbedTLS", "Crypto"]),
+        .target(name: "HTTP2", dependencies: ["IO", "CNghttp2", "CSystem", "Crypto"]),
         // The LMDB token store.
         // APNs: for DeviceToken.maximumByteCount, the one bound on a token's length.
         .target(name: "TokenStore", dependencies: ["CLMDB", "JSONCore", "APNs"]),

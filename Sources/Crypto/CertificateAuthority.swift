@@ -81,41 +81,36 @@ public struct CertificateAuthority: Sendable {
         var serialBytes = RandomSource.shared.bytes(16)
         serialBytes[0] = serialBytes[0] & 0x7f | 0x01
         let serial = MPI()
-        guard serial.read(bigEndian: serialBytes[...]) else { throw .mbedTLS("setting the serial", MBEDTLS_ERR_MPI_ALLOC_FAILED) }
-        try check("setting the serial", withExtendedLifetime(serial) { mbedtls_x509write_crt_set_serial(writer, serial.pointer) })
+        do { try serial.read(bigEndian: serialBytes[...]) } catch { throw .mbedTLS("setting the serial", error.code) }
+        try withExtendedLifetime(serial) { () throws(CryptoError) in try MbedTLS.check(mbedtls_x509write_crt_set_serial(writer, serial.pointer), "setting the serial") }
 
         let notBefore = validityTime(validity.start - 3600)
         let notAfter = validityTime(validity.start + Int64(validity.days) * 86_400)
-        try check("setting the validity", mbedtls_x509write_crt_set_validity(writer, notBefore, notAfter))
-        try check("setting the subject name \(subject)", mbedtls_x509write_crt_set_subject_name(writer, subject))
-        try check("setting the issuer name \(issuer)", mbedtls_x509write_crt_set_issuer_name(writer, issuer))
-        try check("setting basic constraints",
-                  mbedtls_x509write_crt_set_basic_constraints(writer, authority ? 1 : 0, authority ? 0 : -1))
-        try check("setting the subject key identifier", mbedtls_x509write_crt_set_subject_key_identifier(writer))
-        try check("setting the authority key identifier", mbedtls_x509write_crt_set_authority_key_identifier(writer))
+        try MbedTLS.check(mbedtls_x509write_crt_set_validity(writer, notBefore, notAfter), "setting the validity")
+        try MbedTLS.check(mbedtls_x509write_crt_set_subject_name(writer, subject), "setting the subject name \(subject)")
+        try MbedTLS.check(mbedtls_x509write_crt_set_issuer_name(writer, issuer), "setting the issuer name \(issuer)")
+        try MbedTLS.check(mbedtls_x509write_crt_set_basic_constraints(writer, authority ? 1 : 0, authority ? 0 : -1), "setting basic constraints")
+        try MbedTLS.check(mbedtls_x509write_crt_set_subject_key_identifier(writer), "setting the subject key identifier")
+        try MbedTLS.check(mbedtls_x509write_crt_set_authority_key_identifier(writer), "setting the authority key identifier")
         let usage = authority
             ? MBEDTLS_X509_KU_KEY_CERT_SIGN | MBEDTLS_X509_KU_CRL_SIGN
             : MBEDTLS_X509_KU_DIGITAL_SIGNATURE | MBEDTLS_X509_KU_KEY_AGREEMENT
-        try check("setting the key usage", mbedtls_x509write_crt_set_key_usage(writer, UInt32(usage)))
+        try MbedTLS.check(mbedtls_x509write_crt_set_key_usage(writer, UInt32(usage)), "setting the key usage")
         for (oid, value) in extensions {
-            let rc = oid.withUnsafeBufferPointer { oidBytes in
-                oidBytes.withMemoryRebound(to: CChar.self) { oidChars in
-                    mbedtls_x509write_crt_set_extension(writer, oidChars.baseAddress, oidChars.count, 0, value, value.count)
+            try oid.withUnsafeBufferPointer { (oidBytes) throws(CryptoError) in
+                try oidBytes.withMemoryRebound(to: CChar.self) { (oidChars) throws(CryptoError) in
+                    try MbedTLS.check(mbedtls_x509write_crt_set_extension(writer, oidChars.baseAddress, oidChars.count, 0, value, value.count), "adding a certificate extension")
                 }
             }
-            try check("adding a certificate extension", rc)
         }
 
         var buffer = [UInt8](repeating: 0, count: 4096)
-        let rc = buffer.withUnsafeMutableBufferPointer { out in
-            mbedtls_x509write_crt_pem(writer, out.baseAddress, out.count, RandomSource.function, RandomSource.shared.drbg)
+        try buffer.withUnsafeMutableBufferPointer { (out) throws(CryptoError) in
+            try RandomSource.shared.withRNG { (random, state) throws(CryptoError) in
+                try MbedTLS.check(mbedtls_x509write_crt_pem(writer, out.baseAddress, out.count, random, state), "writing the certificate")
+            }
         }
-        try check("writing the certificate", rc)
         return String(decoding: buffer.prefix { $0 != 0 }, as: UTF8.self)
-    }
-
-    private static func check(_ operation: String, _ rc: Int32) throws(CryptoError) {
-        guard rc == 0 else { throw .mbedTLS(operation, rc) }
     }
 
     /// "YYYYMMDDhhmmss" in UTC, the form mbedtls_x509write_crt_set_validity takes.

@@ -23,7 +23,7 @@ public struct CertificateNames: Sendable, Equatable {
     public init() {}
 
     /// Reads the names of `certificate` (a parsed mbedTLS certificate; only the first of a chain).
-    public init(_ certificate: UnsafePointer<mbedtls_x509_crt>) {
+    package init(_ certificate: UnsafePointer<mbedtls_x509_crt>) {
         let crt = certificate.pointee
         subject = Self.distinguishedName(certificate, \.subject)
         issuer = Self.distinguishedName(certificate, \.issuer)
@@ -92,7 +92,8 @@ public struct CertificateNames: Sendable, Equatable {
         let offset = MemoryLayout<mbedtls_x509_crt>.offset(of: field)!
         let name = (UnsafeRawPointer(certificate) + offset).assumingMemoryBound(to: mbedtls_x509_name.self)
         var buffer = [CChar](repeating: 0, count: 512)
-        guard mbedtls_x509_dn_gets(&buffer, buffer.count, name) >= 0 else { return "" }
+        // A name too long for the buffer reads as none: it only serves messages.
+        guard (try? MbedTLS.count(mbedtls_x509_dn_gets(&buffer, buffer.count, name))) != nil else { return "" }
         return CStringBuffer.string(buffer)
     }
 

@@ -22,16 +22,17 @@ enum GeneratorTable {
         return group.pointee.T != nil
     }
 
-    /// Computes the table of an EC `key` (one multiplication of the generator, ≈ 1 ms); 0 or an mbedTLS error.
-    static func precompute(_ key: UnsafeMutablePointer<mbedtls_pk_context>) -> Int32 {
-        guard let group = group(of: key), group.pointee.T == nil else { return 0 }
+    /// Computes the table of an EC `key` (one multiplication of the generator, ≈ 1 ms).
+    static func precompute(_ key: UnsafeMutablePointer<mbedtls_pk_context>) throws(MbedTLSCode) {
+        guard let group = group(of: key), group.pointee.T == nil else { return }
         let scalar = MPI()
         let product = MbedTLSObject<mbedtls_ecp_point>(initialize: mbedtls_ecp_point_init, free: mbedtls_ecp_point_free)
-        let rc = mbedtls_mpi_lset(scalar.pointer, 2)
-        guard rc == 0 else { return rc }
+        try MbedTLS.check(mbedtls_mpi_lset(scalar.pointer, 2))
         let generator = (UnsafeMutableRawPointer(group) + MemoryLayout<mbedtls_ecp_group>.offset(of: \.G)!)
             .assumingMemoryBound(to: mbedtls_ecp_point.self)
-        return mbedtls_ecp_mul(group, product.pointer, scalar.pointer, generator, RandomSource.function, RandomSource.shared.drbg)
+        try RandomSource.shared.withRNG { (random, state) throws(MbedTLSCode) in
+            try MbedTLS.check(mbedtls_ecp_mul(group, product.pointer, scalar.pointer, generator, random, state))
+        }
     }
 
     /// The pk context inside one certificate of a chain.

@@ -25,16 +25,15 @@ typealias MPI = MbedTLSObject<mbedtls_mpi>
 extension MbedTLSObject where Context == mbedtls_mpi {
     convenience init() { self.init(initialize: mbedtls_mpi_init, free: mbedtls_mpi_free) }
 
-    /// Sets the value from big-endian bytes; false only on allocation failure.
-    func read(bigEndian bytes: ArraySlice<UInt8>) -> Bool {
-        Array(bytes).withUnsafeBufferPointer { mbedtls_mpi_read_binary(pointer, $0.baseAddress, $0.count) } == 0
+    /// Sets the value from big-endian bytes; throws only on allocation failure.
+    func read(bigEndian bytes: ArraySlice<UInt8>) throws(MbedTLSCode) {
+        try Array(bytes).withUnsafeBufferPointer { (buffer) throws(MbedTLSCode) in try MbedTLS.check(mbedtls_mpi_read_binary(pointer, buffer.baseAddress, buffer.count)) }
     }
 
     /// The value as exactly `width` big-endian bytes, zero-padded on the left.
     func bigEndian(width: Int) throws(CryptoError) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: width)
-        let rc = out.withUnsafeMutableBufferPointer { mbedtls_mpi_write_binary(pointer, $0.baseAddress, width) }
-        guard rc == 0 else { throw .mbedTLS("writing a big integer", rc) }
+        try out.withUnsafeMutableBufferPointer { (buffer) throws(CryptoError) in try MbedTLS.check(mbedtls_mpi_write_binary(pointer, buffer.baseAddress, width), "writing a big integer") }
         return out
     }
 }

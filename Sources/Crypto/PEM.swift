@@ -10,11 +10,10 @@ enum PEM {
         // base64 is 4/3 of the input plus a newline per 64 characters, plus header, footer and NUL.
         var buffer = [UInt8](repeating: 0, count: der.count * 2 + header.count + footer.count + 16)
         var written = 0
-        let rc = buffer.withUnsafeMutableBufferPointer { out in
-            mbedtls_pem_write_buffer(header, footer, der, der.count, out.baseAddress, out.count, &written)
+        buffer.withUnsafeMutableBufferPointer { out in
+            // Only MBEDTLS_ERR_BASE64_BUFFER_TOO_SMALL is possible, and the buffer is sized above.
+            _ = MbedTLS.require(mbedtls_pem_write_buffer(header, footer, der, der.count, out.baseAddress, out.count, &written), "mbedtls_pem_write_buffer")
         }
-        // Only MBEDTLS_ERR_BASE64_BUFFER_TOO_SMALL is possible, and the buffer is sized above.
-        precondition(rc == 0, "mbedtls_pem_write_buffer: \(MbedTLSLibrary.describe(rc))")
         // `written` counts the terminating NUL.
         return String(decoding: buffer.prefix(max(0, written - 1)), as: UTF8.self)
     }

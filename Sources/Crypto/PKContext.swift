@@ -12,10 +12,10 @@ final class PKContext {
     /// A fresh EC P-256 key pair from the shared `RandomSource`.
     static func generateP256() throws(CryptoError) -> PKContext {
         let context = PKContext()
-        var rc = mbedtls_pk_setup(context.pointer, mbedtls_pk_info_from_type(MBEDTLS_PK_ECKEY))
-        guard rc == 0 else { throw .mbedTLS("setting up an EC key", rc) }
-        rc = mbedtls_ecp_gen_key(MBEDTLS_ECP_DP_SECP256R1, context.keypair, RandomSource.function, RandomSource.shared.drbg)
-        guard rc == 0 else { throw .mbedTLS("generating an EC P-256 key", rc) }
+        try MbedTLS.check(mbedtls_pk_setup(context.pointer, mbedtls_pk_info_from_type(MBEDTLS_PK_ECKEY)), "setting up an EC key")
+        try RandomSource.shared.withRNG { (random, state) throws(CryptoError) in
+            try MbedTLS.check(mbedtls_ecp_gen_key(MBEDTLS_ECP_DP_SECP256R1, context.keypair, random, state), "generating an EC P-256 key")
+        }
         return context
     }
 
@@ -57,22 +57,23 @@ final class PKContext {
 
     /// SubjectPublicKeyInfo DER.
     func publicKeyDER() -> [UInt8] {
-        writeDER(capacity: 256) { buffer, size in mbedtls_pk_write_pubkey_der(pointer, buffer, size) }
+        writeDER(capacity: 256) { buffer, size in MbedTLS.require(mbedtls_pk_write_pubkey_der(pointer, buffer, size), "mbedTLS DER writer") }
     }
 
     /// The private key as mbedTLS writes it: a SEC1 ECPrivateKey with the curve parameters and the
     /// public key included (exactly the inner key of Apple's .p8 layout).
     func sec1PrivateKeyDER() -> [UInt8] {
-        writeDER(capacity: 512) { buffer, size in mbedtls_pk_write_key_der(pointer, buffer, size) }
+        writeDER(capacity: 512) { buffer, size in MbedTLS.require(mbedtls_pk_write_key_der(pointer, buffer, size), "mbedTLS DER writer") }
     }
 
     /// mbedTLS DER writers fill the *end* of the buffer and return the length (or an error < 0).
-    private func writeDER(capacity: Int, _ write: (UnsafeMutablePointer<UInt8>, Int) -> Int32) -> [UInt8] {
+    /// The buffers are sized for a P-256 key, the only kind these contexts ever hold when written, so
+    /// `write` requires success (`MbedTLS.require`) and returns the length.
+    private func writeDER(capacity: Int, _ write: (UnsafeMutablePointer<UInt8>, Int) -> Int) -> [UInt8] {
         var buffer = [UInt8](repeating: 0, count: capacity)
         let length = buffer.withUnsafeMutableBufferPointer { write($0.baseAddress!, $0.count) }
-        // The buffers are sized for a P-256 key, the only kind these contexts ever hold when written.
-        precondition(length > 0, "mbedTLS DER writer: \(MbedTLSLibrary.describe(length))")
-        return Array(buffer.suffix(Int(length)))
+        precondition(length > 0, "mbedTLS DER writer wrote nothing")
+        return Array(buffer.suffix(length))
     }
 
     /// A deterministic ECDSA signature (RFC 6979, nonce derived from the key and the SHA-256
@@ -84,9 +85,9 @@ final class PKContext {
     /// here only blinds the scalar multiplication against side channels; it never changes the output.
     func signRaw(digest: [UInt8]) throws(CryptoError) -> [UInt8] {
         let r = MPI(), s = MPI()
-        let rc = mbedtls_ecdsa_sign_det_ext(group, r.pointer, s.pointer, secret, digest, digest.count, MBEDTLS_MD_SHA256,
-                                            RandomSource.function, RandomSource.shared.drbg)
-        guard rc == 0 else { throw .mbedTLS("ECDSA signing", rc) }
+        try RandomSource.shared.withRNG { (random, state) throws(CryptoError) in
+            try MbedTLS.check(mbedtls_ecdsa_sign_det_ext(group, r.pointer, s.pointer, secret, digest, digest.count, MBEDTLS_MD_SHA256, random, state), "ECDSA signing")
+        }
         return try r.bigEndian(width: 32) + s.bigEndian(width: 32)
     }
 
@@ -94,9 +95,10 @@ final class PKContext {
     func verifyRaw(digest: [UInt8], signature: [UInt8]) -> Bool {
         guard signature.count == 64 else { return false }
         let r = MPI(), s = MPI()
-        guard r.read(bigEndian: signature[0..<32]), s.read(bigEndian: signature[32..<64]) else { return false }
+        do { try r.read(bigEndian: signature[0..<32]); try s.read(bigEndian: signature[32..<64]) } catch { return false }
         return withExtendedLifetime((r, s)) {
-            mbedtls_ecdsa_verify(group, digest, digest.count, publicPoint, r.pointer, s.pointer) == 0
+            // Any failure (a wrong signature or an mbedTLS error) means "not valid".
+            (try? MbedTLS.check(mbedtls_ecdsa_verify(group, digest, digest.count, publicPoint, r.pointer, s.pointer))) != nil
         }
     }
 }

@@ -99,19 +99,20 @@ public final class SigningKey: Sendable {
         // PEM must be NUL-terminated with the NUL counted in the length; DER is passed as is.
         let input = label == nil ? bytes : PEM.nulTerminated(bytes)
         let key = PKContext()
-        let rc = mbedtls_pk_parse_key(key.pointer, input, input.count, nil, 0)
-        switch rc {
-        case 0:
-            break
-        case MBEDTLS_ERR_PK_PASSWORD_REQUIRED, MBEDTLS_ERR_PK_PASSWORD_MISMATCH:
-            throw .keyEncrypted(source: source)
-        case MBEDTLS_ERR_PK_UNKNOWN_NAMED_CURVE:
-            throw .keyWrongCurve(source: source, curve: "a curve mbedTLS does not know")
-        default:
-            let detail = label == nil
-                ? "no -----BEGIN PRIVATE KEY----- line, and not a DER key either"
-                : "the PEM block does not parse: \(MbedTLSLibrary.describe(rc))"
-            throw .keyUnrecognized(source: source, detail: detail)
+        do {
+            try MbedTLS.check(mbedtls_pk_parse_key(key.pointer, input, input.count, nil, 0))
+        } catch {
+            switch error.code {
+            case MBEDTLS_ERR_PK_PASSWORD_REQUIRED, MBEDTLS_ERR_PK_PASSWORD_MISMATCH:
+                throw .keyEncrypted(source: source)
+            case MBEDTLS_ERR_PK_UNKNOWN_NAMED_CURVE:
+                throw .keyWrongCurve(source: source, curve: "a curve mbedTLS does not know")
+            default:
+                let detail = label == nil
+                    ? "no -----BEGIN PRIVATE KEY----- line, and not a DER key either"
+                    : "the PEM block does not parse: \(error)"
+                throw .keyUnrecognized(source: source, detail: detail)
+            }
         }
         guard key.isEC else { throw .keyNotEC(source: source, algorithm: key.algorithmName) }
         guard key.isP256 else { throw .keyWrongCurve(source: source, curve: key.curveName) }

@@ -1,7 +1,8 @@
 import CMbedTLS
 import Synchronization
 
-/// An mbedTLS TLS 1.2 configuration with ALPN `h2`, shared by every connection of one side.
+/// An mbedTLS TLS 1.2 configuration with ALPN `h2`, shared by every connection of one side; each
+/// connection's `TLSStream` (next to it, in this module) runs a session on it.
 ///
 /// Client side: certificate verification is always on (`MBEDTLS_SSL_VERIFY_REQUIRED`) against
 /// `--ca-file` or the system bundle; there is no insecure mode. Server side: our own certificate and
@@ -57,36 +58,31 @@ public final class TLSConfiguration: @unchecked Sendable {
         random = RandomSource.shared
 
         let endpoint = role == .client ? MBEDTLS_SSL_IS_CLIENT : MBEDTLS_SSL_IS_SERVER
-        var rc = mbedtls_ssl_config_defaults(config, endpoint, MBEDTLS_SSL_TRANSPORT_STREAM, MBEDTLS_SSL_PRESET_DEFAULT)
-        guard rc == 0 else { throw .mbedTLS("ssl_config_defaults", rc) }
+        try MbedTLS.check(mbedtls_ssl_config_defaults(config, endpoint, MBEDTLS_SSL_TRANSPORT_STREAM, MBEDTLS_SSL_PRESET_DEFAULT)) { TLSConfigurationError.mbedTLS("ssl_config_defaults", $0) }
         mbedtls_ssl_conf_min_version(config, MBEDTLS_SSL_MAJOR_VERSION_3, MBEDTLS_SSL_MINOR_VERSION_3)
-        mbedtls_ssl_conf_rng(config, mbedtls_ctr_drbg_random, random.drbg)
-        rc = mbedtls_ssl_conf_alpn_protocols(config, alpnList)
-        guard rc == 0 else { throw .mbedTLS("ssl_conf_alpn_protocols", rc) }
+        random.install(in: config)
+        try MbedTLS.check(mbedtls_ssl_conf_alpn_protocols(config, alpnList)) { TLSConfigurationError.mbedTLS("ssl_conf_alpn_protocols", $0) }
 
         if let caFile {
-            rc = mbedtls_x509_crt_parse_file(caChain, caFile)
-            if rc < 0 || caChain.pointee.version == 0 {
-                throw caFromUser ? .caFile(caFile, rc) : .systemCABundle(caFile, rc)
-            }
+            let unreadable = { (rc: Int32) in caFromUser ? TLSConfigurationError.caFile(caFile, rc) : .systemCABundle(caFile, rc) }
+            // A positive count is how many certificates of the file did not parse: they are skipped,
+            // and the file fails only when none did.
+            let skipped: Int
+            do { skipped = try MbedTLS.count(mbedtls_x509_crt_parse_file(caChain, caFile)) } catch { throw unreadable(error.code) }
+            guard caChain.pointee.version != 0 else { throw unreadable(Int32(skipped)) }
             // Every connection of every loop thread verifies its peer with these keys.
             for certificate in GeneratorTable.certificates(caChain) {
-                rc = GeneratorTable.precompute(GeneratorTable.key(of: certificate))
-                guard rc == 0 else { throw .mbedTLS("ecp_mul (CA key table)", rc) }
+                do { try GeneratorTable.precompute(GeneratorTable.key(of: certificate)) } catch { throw .mbedTLS("ecp_mul (CA key table)", error.code) }
             }
             mbedtls_ssl_conf_ca_chain(config, caChain, nil)
             mbedtls_ssl_conf_authmode(config, MBEDTLS_SSL_VERIFY_REQUIRED)
         }
         if let certificateFile, let keyFile {
-            rc = mbedtls_x509_crt_parse_file(ownCertificate, certificateFile)
-            guard rc == 0 else { throw .certificateFile(certificateFile, rc) }
-            rc = mbedtls_pk_parse_keyfile(ownKey, keyFile, nil)
-            guard rc == 0 else { throw .keyFile(keyFile, rc) }
+            try MbedTLS.check(mbedtls_x509_crt_parse_file(ownCertificate, certificateFile)) { TLSConfigurationError.certificateFile(certificateFile, $0) }
+            try MbedTLS.check(mbedtls_pk_parse_keyfile(ownKey, keyFile, nil)) { TLSConfigurationError.keyFile(keyFile, $0) }
             // Every connection of every loop thread signs its handshake with this key.
-            rc = GeneratorTable.precompute(ownKey)
-            guard rc == 0 else { throw .mbedTLS("ecp_mul (own key table)", rc) }
-            rc = mbedtls_ssl_conf_own_cert(config, ownCertificate, ownKey)
-            guard rc == 0 else { throw .mbedTLS("ssl_conf_own_cert", rc) }
+            do { try GeneratorTable.precompute(ownKey) } catch { throw .mbedTLS("ecp_mul (own key table)", error.code) }
+            try MbedTLS.check(mbedtls_ssl_conf_own_cert(config, ownCertificate, ownKey)) { TLSConfigurationError.mbedTLS("ssl_conf_own_cert", $0) }
             mbedtls_ssl_conf_authmode(config, MBEDTLS_SSL_VERIFY_NONE)
         }
     }
@@ -106,8 +102,8 @@ public final class TLSConfiguration: @unchecked Sendable {
         ([ownKey] + GeneratorTable.certificates(caChain).map(GeneratorTable.key(of:))).count { !GeneratorTable.isReady($0) }
     }
 
-    /// The raw config for `mbedtls_ssl_setup`.
-    public var sslConfig: UnsafePointer<mbedtls_ssl_config> { UnsafePointer(config) }
+    /// The raw config for `mbedtls_ssl_setup` (`TLSStream`); it never leaves this module.
+    var sslConfig: UnsafePointer<mbedtls_ssl_config> { UnsafePointer(config) }
 }
 
 /// Why a TLS configuration could not be built: the message names the file and the fix.

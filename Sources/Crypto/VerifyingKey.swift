@@ -28,8 +28,7 @@ public final class VerifyingKey: Sendable {
         let isPEM = PEM.firstLabel(in: bytes) != nil
         let input = isPEM ? PEM.nulTerminated(bytes) : bytes
         let key = PKContext()
-        let rc = mbedtls_pk_parse_public_key(key.pointer, input, input.count)
-        guard rc == 0 else { throw .publicKeyUnrecognized(source: source, detail: MbedTLSLibrary.describe(rc)) }
+        try MbedTLS.check(mbedtls_pk_parse_public_key(key.pointer, input, input.count)) { CryptoError.publicKeyUnrecognized(source: source, detail: MbedTLSLibrary.describe($0)) }
         guard key.isEC else { throw .publicKeyUnrecognized(source: source, detail: "it is an \(key.algorithmName) key") }
         guard key.isP256 else { throw .publicKeyUnrecognized(source: source, detail: "it is on curve \(key.curveName)") }
         publicKeyDER = key.publicKeyDER()

@@ -117,11 +117,11 @@ extension ClientConnection {
         guard let socket = attempt.takeDescriptor(from: loop) else { return }
         race.cancelAll(on: loop)
         let tls: TLSStream
-        do throws(TransportError) {
+        do throws(TLSError) {
             // Until TLSStream's init returns, `socket` still owns the descriptor (and closes it on a throw).
             tls = try TLSStream(fd: socket.rawValue, configuration: options.tls, serverName: options.serverName ?? options.host)
         } catch {
-            finishClose(error)
+            finishClose(.tls(error.message))
             return
         }
         _ = socket.release()  // the TLS stream's net context owns and closes it now
@@ -161,7 +161,7 @@ extension ClientConnection {
         switch tls.handshake() {
         case .wantRead: handshakeWantsWrite = false
         case .wantWrite: handshakeWantsWrite = true
-        case let .failed(error): finishClose(error)
+        case let .failed(error): finishClose(.tls(error.message))
         case .done:
             guard tls.negotiatedProtocol == "h2" else {
                 finishClose(.alpn("it chose \(tls.negotiatedProtocol ?? "no protocol")"))

@@ -50,7 +50,11 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
         self.id = id
         self.handler = handler
         self.maximumStreams = maximumStreams
-        tls = try TLSStream(fd: socket.rawValue, configuration: configuration, serverName: nil)
+        do throws(TLSError) {
+            tls = try TLSStream(fd: socket.rawValue, configuration: configuration, serverName: nil)
+        } catch {
+            throw .tls(error.message)
+        }
         _ = socket.release()
         scratch = .allocate(capacity: Self.scratchCapacity)
     }

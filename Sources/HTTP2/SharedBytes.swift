@@ -2,7 +2,8 @@
 /// payload per fan-out group). A request holds a reference, never a copy.
 public final class SharedBytes: @unchecked Sendable {
     // @unchecked: the bytes are written once in init and only read afterwards.
-    public let base: UnsafeMutablePointer<UInt8>
+    /// Read by the connection's body provider, inside this package only.
+    package let base: UnsafeMutablePointer<UInt8>
     public let count: Int
 
     public init<Bytes: Collection>(_ bytes: Bytes) where Bytes.Element == UInt8 {

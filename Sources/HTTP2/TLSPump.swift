@@ -44,7 +44,7 @@ struct TLSPump: ~Copyable {
             case .closed:
                 return .closed
             case let .failed(error):
-                return .failed(error)
+                return .failed(.tls(error.message))
             }
         }
     }
@@ -68,7 +68,7 @@ struct TLSPump: ~Copyable {
             case .closed:
                 return .closed
             case let .failed(error):
-                return .failed(error)
+                return .failed(.tls(error.message))
             }
         }
     }

@@ -18,7 +18,7 @@ import Testing
         #expect {
             _ = try TLSStream(fd: fd, configuration: try TLSConfiguration.client(caFile: nil), serverName: longName)
         } throws: { error in
-            (error as? TransportError)?.description.contains("the server name is 256 bytes long") == true
+            (error as? TLSError)?.message.contains("the server name is 256 bytes long") == true
         }
         #expect(fcntl(fd, F_GETFD) != -1, "TLSStream closed an fd it did not own yet")
         #expect(close(fd) == 0)

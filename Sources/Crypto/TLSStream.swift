@@ -2,15 +2,24 @@
 import Glibc
 #endif
 import CMbedTLS
-import Crypto
-import IO
 
-/// mbedTLS over one non-blocking socket. Owns the socket once `init` has returned (not before: if
-/// `init` throws, the caller still owns `fd` and closes it), and the ssl context; confined to the
-/// thread of the connection that owns it.
-final class TLSStream {
-    let net: UnsafeMutablePointer<mbedtls_net_context>
-    let ssl: UnsafeMutablePointer<mbedtls_ssl_context>
+/// Why a TLS stream could not be set up or failed: mbedTLS's text for the code, or each reason the
+/// server's certificate was refused. HTTP2 passes it on as `TransportError.tls(message)`.
+package struct TLSError: Error, Sendable, Equatable, CustomStringConvertible {
+    package let message: String
+
+    package init(_ message: String) { self.message = message }
+
+    package var description: String { message }
+}
+
+/// mbedTLS over one non-blocking socket, on a `TLSConfiguration` (so the configuration's C pointer
+/// never leaves this module). Owns the socket once `init` has returned (not before: if `init`
+/// throws, the caller still owns `fd` and closes it), and the ssl context; confined to the thread
+/// of the connection that owns it.
+package final class TLSStream {
+    private let net: UnsafeMutablePointer<mbedtls_net_context>
+    private let ssl: UnsafeMutablePointer<mbedtls_ssl_context>
     private let configuration: TLSConfiguration  // keeps the config alive while ssl points at it
     /// The name the client checks the certificate against (the host or `--server-name`).
     private let serverName: String?
@@ -20,14 +29,14 @@ final class TLSStream {
     /// The server certificate's names, recorded while verifying it, for the failure message.
     private var peerNames: CertificateNames?
 
-    var fileDescriptor: Int32 { net.pointee.fd }
+    package var fileDescriptor: Int32 { net.pointee.fd }
 
-    enum Progress { case done, wantRead, wantWrite, failed(TransportError) }
-    enum IO { case bytes(Int), wouldBlock, closed, failed(TransportError) }
+    package enum Progress { case done, wantRead, wantWrite, failed(TLSError) }
+    package enum IO { case bytes(Int), wouldBlock, closed, failed(TLSError) }
 
     /// Wraps `fd`; `serverName` is sent as SNI and checked against the certificate (client side).
     /// An IP address is not sent as SNI (RFC 6066 §3) and is matched with the iPAddress entries.
-    init(fd: Int32, configuration: TLSConfiguration, serverName: String?) throws(TransportError) {
+    package init(fd: Int32, configuration: TLSConfiguration, serverName: String?) throws(TLSError) {
         self.configuration = configuration
         self.serverName = serverName
         serverNameIsAddress = serverName.map(CertificateNames.isIPAddress) ?? false
@@ -37,16 +46,14 @@ final class TLSStream {
         // deinit, and mbedtls_net_free there must not close the fd its caller is about to close.
         mbedtls_net_init(net)
         mbedtls_ssl_init(ssl)
-        var rc = mbedtls_ssl_setup(ssl, configuration.sslConfig)
-        guard rc == 0 else { throw .tls(MbedTLSLibrary.describe(rc)) }
+        try MbedTLS.check(mbedtls_ssl_setup(ssl, configuration.sslConfig)) { TLSError(MbedTLSLibrary.describe($0)) }
         if let serverName, !serverNameIsAddress {
             let length = serverName.utf8.count
             guard length <= Int(MBEDTLS_SSL_MAX_HOST_NAME_LEN) else {
-                throw .tls("the server name is \(length) bytes long, and a TLS server name has at most \(MBEDTLS_SSL_MAX_HOST_NAME_LEN); "
-                           + "pass the host name the certificate is for with --server-name")
+                throw TLSError("the server name is \(length) bytes long, and a TLS server name has at most \(MBEDTLS_SSL_MAX_HOST_NAME_LEN); "
+                               + "pass the host name the certificate is for with --server-name")
             }
-            rc = mbedtls_ssl_set_hostname(ssl, serverName)
-            guard rc == 0 else { throw .tls("server name \(serverName): \(MbedTLSLibrary.describe(rc))") }
+            try MbedTLS.check(mbedtls_ssl_set_hostname(ssl, serverName)) { TLSError("server name \(serverName): \(MbedTLSLibrary.describe($0))") }
         }
         if configuration.role == .client {
             // Unretained: the ssl context, and so the callback's use of self, never outlives self.
@@ -63,16 +70,19 @@ final class TLSStream {
         net.deallocate()
     }
 
-    func handshake() -> Progress {
-        let rc = mbedtls_ssl_handshake(ssl)
-        switch rc {
-        case 0: return .done
-        case MBEDTLS_ERR_SSL_WANT_READ: return .wantRead
-        case MBEDTLS_ERR_SSL_WANT_WRITE: return .wantWrite
-        default:
-            let flags = mbedtls_ssl_get_verify_result(ssl)
-            if flags != 0 && flags != UInt32.max { return .failed(.tls(verificationFailure(flags))) }
-            return .failed(.tls(MbedTLSLibrary.describe(rc)))
+    package func handshake() -> Progress {
+        do {
+            try MbedTLS.check(mbedtls_ssl_handshake(ssl))
+            return .done
+        } catch {
+            switch error.code {
+            case MBEDTLS_ERR_SSL_WANT_READ: return .wantRead
+            case MBEDTLS_ERR_SSL_WANT_WRITE: return .wantWrite
+            default:
+                let flags = mbedtls_ssl_get_verify_result(ssl)
+                if flags != 0 && flags != UInt32.max { return .failed(TLSError(verificationFailure(flags))) }
+                return .failed(TLSError(error.description))
+            }
         }
     }
 
@@ -111,37 +121,42 @@ final class TLSStream {
         let rest = flags & ~explained
         if rest != 0 {
             var buffer = [CChar](repeating: 0, count: 512)
-            mbedtls_x509_crt_verify_info(&buffer, buffer.count, "", rest)
+            MbedTLS.ignore(mbedtls_x509_crt_verify_info(&buffer, buffer.count, "", rest), because: "a list longer than the buffer is cut short, which only shortens the message")
             causes.append(CStringBuffer.string(buffer).split(separator: "\n").joined(separator: "; "))
         }
         return "certificate verification failed: " + causes.joined(separator: "; ")
     }
 
     /// The protocol ALPN chose, e.g. "h2".
-    var negotiatedProtocol: String? {
+    package var negotiatedProtocol: String? {
         guard let name = mbedtls_ssl_get_alpn_protocol(ssl) else { return nil }
         return String(cString: name)
     }
 
-    func read(into buffer: UnsafeMutablePointer<UInt8>, capacity: Int) -> IO {
-        let rc = mbedtls_ssl_read(ssl, buffer, capacity)
-        if rc > 0 { return .bytes(Int(rc)) }
-        switch rc {
-        case 0, MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY: return .closed
-        case MBEDTLS_ERR_SSL_WANT_READ, MBEDTLS_ERR_SSL_WANT_WRITE: return .wouldBlock
-        case MBEDTLS_ERR_NET_CONN_RESET: return .closed
-        default: return .failed(.tls(MbedTLSLibrary.describe(rc)))
+    package func read(into buffer: UnsafeMutablePointer<UInt8>, capacity: Int) -> IO {
+        do {
+            let count = try MbedTLS.count(mbedtls_ssl_read(ssl, buffer, capacity))
+            return count > 0 ? .bytes(count) : .closed
+        } catch {
+            switch error.code {
+            case MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY: return .closed
+            case MBEDTLS_ERR_SSL_WANT_READ, MBEDTLS_ERR_SSL_WANT_WRITE: return .wouldBlock
+            case MBEDTLS_ERR_NET_CONN_RESET: return .closed
+            default: return .failed(TLSError(error.description))
+            }
         }
     }
 
     /// Writes up to `count` bytes. After `.wouldBlock` the caller must retry with the same length.
-    func write(_ buffer: UnsafePointer<UInt8>, count: Int) -> IO {
-        let rc = mbedtls_ssl_write(ssl, buffer, count)
-        if rc >= 0 { return .bytes(Int(rc)) }
-        switch rc {
-        case MBEDTLS_ERR_SSL_WANT_READ, MBEDTLS_ERR_SSL_WANT_WRITE: return .wouldBlock
-        case MBEDTLS_ERR_NET_CONN_RESET: return .closed
-        default: return .failed(.tls(MbedTLSLibrary.describe(rc)))
+    package func write(_ buffer: UnsafePointer<UInt8>, count: Int) -> IO {
+        do {
+            return .bytes(try MbedTLS.count(mbedtls_ssl_write(ssl, buffer, count)))
+        } catch {
+            switch error.code {
+            case MBEDTLS_ERR_SSL_WANT_READ, MBEDTLS_ERR_SSL_WANT_WRITE: return .wouldBlock
+            case MBEDTLS_ERR_NET_CONN_RESET: return .closed
+            default: return .failed(TLSError(error.description))
+            }
         }
     }
 
@@ -159,5 +174,7 @@ final class TLSStream {
     }
 
     /// Sends close_notify (best effort) before the socket closes.
-    func closeNotify() { _ = mbedtls_ssl_close_notify(ssl) }
+    package func closeNotify() {
+        MbedTLS.ignore(mbedtls_ssl_close_notify(ssl), because: "best effort: the socket closes next, whether or not the alert went out")
+    }
 }
