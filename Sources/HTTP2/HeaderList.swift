@@ -36,4 +36,9 @@ public final class HeaderList: @unchecked Sendable {
         entries.deallocate()
     }
 
+    /// The entries as nghttp2 takes them, for a caller that submits frames itself (tests of the session).
+    public func withEntries<T>(_ body: (UnsafePointer<nghttp2_nv>, Int) throws -> T) rethrows -> T {
+        try body(UnsafePointer(entries), count)
+    }
+
 }

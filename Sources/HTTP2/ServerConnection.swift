@@ -19,21 +19,21 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
     private var pump = TLSPump()
     private var tlsWantsWrite = false
     private var closed = false
-    private var partial: [Int32: PartialRequest] = [:]
+    var partial: [Int32: PartialRequest] = [:]
     /// Bodies of responses being sent, by stream.
-    private var outgoing: [Int32: (body: [UInt8], offset: Int)] = [:]
+    var outgoing: [Int32: (body: [UInt8], offset: Int)] = [:]
     /// Responses held back until their time (latency injection), in due order (one latency per server).
     private var delayed: [(due: MonotonicInstant, streamID: Int32, response: ServerResponse)] = []
     private var delayedHead = 0
     private lazy var delayTimer = LoopTimer { [unowned self] now in self.sendDueResponses(now: now) }
     public let maximumStreams: UInt32
-    public private(set) var requestsReceived = 0
+    public internal(set) var requestsReceived = 0
     private var goingAway = false
     /// Streams above this were refused by our GOAWAY: they must not be processed even if their
     /// HEADERS arrived in the same read as the request that triggered it.
-    private var goAwayLastStreamID = Int32.max
-    private var dropping = false
-    private var stalled = false
+    var goAwayLastStreamID = Int32.max
+    var dropping = false
+    var stalled = false
     private let scratch: UnsafeMutablePointer<UInt8>
     private static let scratchCapacity = 64 * 1024
 
@@ -253,66 +253,4 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
         _ = try? Syscall.check("shutdown") { Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
         handler.connectionClosed(self)
     }
-}
-
-// MARK: Session events
-
-extension ServerConnection: HTTP2SessionDelegate {
-    public func sessionReadBody(streamID: Int32, source: UnsafeMutableRawPointer?, into buffer: UnsafeMutablePointer<UInt8>,
-                                length: Int, endOfData: inout Bool) -> Int {
-        guard var entry = outgoing[streamID] else {
-            endOfData = true
-            return 0
-        }
-        let count = min(length, entry.body.count - entry.offset)
-        entry.body.withUnsafeBufferPointer { buffer.update(from: $0.baseAddress! + entry.offset, count: count) }
-        entry.offset += count
-        if entry.offset == entry.body.count {
-            endOfData = true
-            outgoing[streamID] = nil
-        } else {
-            outgoing[streamID] = entry
-        }
-        return count
-    }
-
-    public func sessionBeganHeaders(streamID: Int32) { partial[streamID] = PartialRequest() }
-
-    public func sessionReceivedHeader(streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
-        guard partial[streamID] != nil else { return }
-        let name = String(decoding: name, as: UTF8.self), value = String(decoding: value, as: UTF8.self)
-        switch name {
-        case ":method": partial[streamID]!.method = value
-        case ":path": partial[streamID]!.path = value
-        case ":authority": partial[streamID]!.authority = value
-        case ":scheme": break
-        default: partial[streamID]!.headers.append((name, value))
-        }
-    }
-
-    public func sessionReceivedData(streamID: Int32, data: UnsafeBufferPointer<UInt8>) {
-        guard partial[streamID] != nil else { return }
-        partial[streamID]!.body.append(contentsOf: data)
-    }
-
-    public func sessionReceivedEndOfStream(streamID: Int32) {
-        guard let request = partial.removeValue(forKey: streamID), !dropping, !stalled else { return }
-        if streamID > goAwayLastStreamID {
-            reset(streamID: streamID, errorCode: UInt32(NGHTTP2_REFUSED_STREAM.rawValue))
-            return
-        }
-        requestsReceived += 1
-        handler.handle(ServerRequest(streamID: streamID, method: request.method, path: request.path, authority: request.authority,
-                                     headers: request.headers, body: request.body), on: self)
-    }
-
-    public func sessionClosedStream(streamID: Int32, errorCode: UInt32) {
-        partial[streamID] = nil
-        outgoing[streamID] = nil
-    }
-
-    public func sessionSentHeaders(streamID: Int32) {}
-    public func sessionCouldNotSendHeaders(streamID: Int32, userData: UnsafeMutableRawPointer?) {}
-    public func sessionReceivedGoAway(lastStreamID: Int32, errorCode: UInt32, debugData: UnsafeBufferPointer<UInt8>) {}
-    public func sessionReceivedPingAcknowledgement() {}
 }

@@ -18,14 +18,14 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
     let loop: EventLoop
     let queue: JobQueue
     let configuration: PoolConfiguration
-    private weak var sink: PushOutcomeSink?
+    weak var sink: PushOutcomeSink?
     let pool: PoolState
 
     var slots: [PooledConnection] = []
-    private var ready: JobRing
-    private var delayed: DelayedJobs
+    var ready: JobRing
+    var delayed: DelayedJobs
     var counters = SenderCounters()
-    private var latencies = LatencyHistogram()
+    var latencies = LatencyHistogram()
     private var random = FastRandom(seed: RandomSource.shared.next())
     /// `:path` of the push being submitted (prefix + hex token); grows when a group's prefix needs more.
     private var pathBuffer: UnsafeMutablePointer<UInt8>
@@ -103,14 +103,14 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
     /// Publishes the counters (cheap; called when work finishes, not per push).
     func publishNow() { publish(withLatencies: true) }
 
-    private func publish(withLatencies: Bool) {
+    func publish(withLatencies: Bool) {
         let counters = self.counters
         let latencies = withLatencies ? self.latencies : nil
         snapshot.withLock { $0 = (counters, latencies ?? $0.1) }
     }
 
     var inflightCount: Int { slots.reduce(0) { $0 + $1.inFlight } }
-    private var idle: Bool { ready.isEmpty && delayed.isEmpty && inflightCount == 0 }
+    var idle: Bool { ready.isEmpty && delayed.isEmpty && inflightCount == 0 }
 
     // MARK: EventLoopSource
 
@@ -233,76 +233,7 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         apply(disposition, to: job, on: slot, status: 0, reason: nil, timestamp: nil, now: MonotonicInstant.now())
     }
 
-    private func apply(_ disposition: Disposition, to original: PushJob, on slot: PooledConnection, status: Int,
-                       reason: String?, timestamp: Int64?, now: MonotonicInstant) {
-        var job = original
-        switch disposition {
-        case let .finish(outcome):
-            finish(job, outcome, status: status, reason: reason, timestamp: timestamp, now: now)
-        case let .haltPool(outcome):
-            pool.halt(outcome, message: "APNs refused the credentials or configuration: \(status) \(reason ?? "")")
-            finish(job, outcome, status: status, reason: reason, timestamp: timestamp, now: now)
-        case let .retry(delay):
-            job.attempts += 1
-            counters.retries += 1
-            requeue(job, after: delay, now: now, status: status, reason: reason)
-        case .resendRefused:
-            job.resends += 1
-            counters.refusedResends += 1
-            requeue(job, after: .zero, now: now, status: status, reason: reason)
-        case .resendUnknown:
-            job.resends += 1
-            job.resentAfterUnknown = true
-            counters.unknownResends += 1
-            requeue(job, after: .zero, now: now, status: status, reason: reason)
-        case let .resendOnNewConnection(delay):
-            job.resends += 1
-            counters.refusedResends += 1
-            slot.retire = true
-            slot.connection.close()
-            requeue(job, after: delay, now: now, status: status, reason: reason)
-        }
-    }
-
-    private func requeue(_ job: PushJob, after delay: Duration, now: MonotonicInstant, status: Int, reason: String?) {
-        var job = job
-        let due = now + delay
-        if let expiry = job.group.deadline, due >= expiry {
-            finish(job, .expired, status: status, reason: reason, timestamp: nil, now: now)
-            return
-        }
-        if delay == .zero && ready.free > 0 {
-            ready.pushFront(job)
-        } else {
-            job.notBefore = due.nanoseconds
-            delayed.insert(job)
-        }
-    }
-
-    func finish(_ job: PushJob, _ outcome: PushOutcome, status: Int, reason: String?, timestamp: Int64?, now: MonotonicInstant) {
-        counters[outcome] += 1
-        if job.firstSubmitted != 0 { latencies.record(nanoseconds: now.nanoseconds &- job.firstSubmitted) }
-        if let sink {
-            sink.pushCompleted(CompletedPush(token: job.token, id: job.id, group: job.group, outcome: outcome, status: status,
-                                             reason: reason, timestamp: timestamp, resentAfterUnknown: job.resentAfterUnknown))
-        }
-        finished.add(1, ordering: .releasing)
-        if idle {
-            publish(withLatencies: true)
-            pool.loopWentIdle()  // a producer waiting for the end is told once per idle turn, not per push
-        }
-    }
-
-    /// After a halt: every job still queued here ends as the halt's outcome without being sent.
-    private func failEverythingQueued(now: MonotonicInstant) {
-        let outcome = pool.haltOutcome
-        while let job = ready.popFront() { finish(job, outcome, status: 0, reason: nil, timestamp: nil, now: now) }
-        while let job = delayed.popDue(now: UInt64.max) { finish(job, outcome, status: 0, reason: nil, timestamp: nil, now: now) }
-        for slot in slots where slot.connection.state == .open { slot.connection.close() }
-        publish(withLatencies: true)
-    }
-
-    private func nextRandom() -> Double { random.unitInterval() }
+    func nextRandom() -> Double { random.unitInterval() }
 
     /// A group whose `:path` prefix is longer than the buffer: grow it once (not per push).
     private func growPathBuffer(to capacity: Int) {

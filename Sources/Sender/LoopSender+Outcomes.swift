@@ -1,0 +1,76 @@
+import APNs
+import HTTP2
+import IO
+
+/// What becomes of a push after an answer or a failure: one final outcome, a back-off retry, or a
+/// resend — and, after a halt, the end of everything still queued.
+extension LoopSender {
+    func apply(_ disposition: Disposition, to original: PushJob, on slot: PooledConnection, status: Int,
+                       reason: String?, timestamp: Int64?, now: MonotonicInstant) {
+        var job = original
+        switch disposition {
+        case let .finish(outcome):
+            finish(job, outcome, status: status, reason: reason, timestamp: timestamp, now: now)
+        case let .haltPool(outcome):
+            pool.halt(outcome, message: "APNs refused the credentials or configuration: \(status) \(reason ?? "")")
+            finish(job, outcome, status: status, reason: reason, timestamp: timestamp, now: now)
+        case let .retry(delay):
+            job.attempts += 1
+            counters.retries += 1
+            requeue(job, after: delay, now: now, status: status, reason: reason)
+        case .resendRefused:
+            job.resends += 1
+            counters.refusedResends += 1
+            requeue(job, after: .zero, now: now, status: status, reason: reason)
+        case .resendUnknown:
+            job.resends += 1
+            job.resentAfterUnknown = true
+            counters.unknownResends += 1
+            requeue(job, after: .zero, now: now, status: status, reason: reason)
+        case let .resendOnNewConnection(delay):
+            job.resends += 1
+            counters.refusedResends += 1
+            slot.retire = true
+            slot.connection.close()
+            requeue(job, after: delay, now: now, status: status, reason: reason)
+        }
+    }
+
+    func requeue(_ job: PushJob, after delay: Duration, now: MonotonicInstant, status: Int, reason: String?) {
+        var job = job
+        let due = now + delay
+        if let expiry = job.group.deadline, due >= expiry {
+            finish(job, .expired, status: status, reason: reason, timestamp: nil, now: now)
+            return
+        }
+        if delay == .zero && ready.free > 0 {
+            ready.pushFront(job)
+        } else {
+            job.notBefore = due.nanoseconds
+            delayed.insert(job)
+        }
+    }
+
+    func finish(_ job: PushJob, _ outcome: PushOutcome, status: Int, reason: String?, timestamp: Int64?, now: MonotonicInstant) {
+        counters[outcome] += 1
+        if job.firstSubmitted != 0 { latencies.record(nanoseconds: now.nanoseconds &- job.firstSubmitted) }
+        if let sink {
+            sink.pushCompleted(CompletedPush(token: job.token, id: job.id, group: job.group, outcome: outcome, status: status,
+                                             reason: reason, timestamp: timestamp, resentAfterUnknown: job.resentAfterUnknown))
+        }
+        finished.add(1, ordering: .releasing)
+        if idle {
+            publish(withLatencies: true)
+            pool.loopWentIdle()  // a producer waiting for the end is told once per idle turn, not per push
+        }
+    }
+
+    /// After a halt: every job still queued here ends as the halt's outcome without being sent.
+    func failEverythingQueued(now: MonotonicInstant) {
+        let outcome = pool.haltOutcome
+        while let job = ready.popFront() { finish(job, outcome, status: 0, reason: nil, timestamp: nil, now: now) }
+        while let job = delayed.popDue(now: UInt64.max) { finish(job, outcome, status: 0, reason: nil, timestamp: nil, now: now) }
+        for slot in slots where slot.connection.state == .open { slot.connection.close() }
+        publish(withLatencies: true)
+    }
+}
