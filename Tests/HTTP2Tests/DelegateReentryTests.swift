@@ -47,21 +47,17 @@ final class ChainingDelegate: ClientConnectionDelegate {
     @Test("a delegate may submit the next request from inside didReceive")
     func submittingFromDidReceiveIsSafe() throws {
         let certificates = TransportTests.certificates
-        let serverLoop = EventLoop(name: "reentry-server")
         let tls = try TLSConfiguration.server(certificateFile: certificates.cert, keyFile: certificates.key)
-        let server = try HTTP2Server(loop: serverLoop, host: "127.0.0.1", port: 0, tls: tls, handler: EchoHandler())
-        serverLoop.execute { server.start() }
-        let serverThread = serverLoop.start()
-        defer { serverLoop.execute { server.stop() }; serverLoop.stop(); serverThread.join() }
-
-        let loop = EventLoop(name: "reentry-client")
-        let delegate = ChainingDelegate(loop: loop, total: 50)
-        let connection = ClientConnection(loop: loop, options: ClientConnectionOptions(
-            host: "127.0.0.1", port: server.port, tls: try TLSConfiguration.client(caFile: certificates.ca)))
-        connection.delegate = delegate
-        loop.execute { connection.connect() }
-        loop.run()
-        #expect(delegate.failures.isEmpty, "\(delegate.failures)")
-        #expect(delegate.answered == 50)
+        try withServer(tls: tls, handler: EchoHandler(), name: "reentry-server") { server in
+            let loop = EventLoop(name: "reentry-client")
+            let delegate = ChainingDelegate(loop: loop, total: 50)
+            let connection = ClientConnection(loop: loop, options: ClientConnectionOptions(
+                host: "127.0.0.1", port: server.port, tls: try TLSConfiguration.client(caFile: certificates.ca)))
+            connection.delegate = delegate
+            loop.execute { connection.connect() }
+            loop.run()
+            #expect(delegate.failures.isEmpty, "\(delegate.failures)")
+            #expect(delegate.answered == 50)
+        }
     }
 }

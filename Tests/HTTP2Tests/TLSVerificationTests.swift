@@ -16,17 +16,8 @@ import Testing
         let authority = try CertificateAuthority.generate()
         try authority.identity.write(certificateTo: dir + "/ca.pem", keyTo: dir + "/ca-key.pem")
         try issue(authority).write(certificateTo: dir + "/server.pem", keyTo: dir + "/server-key.pem")
-        let loop = EventLoop(name: "tls-test-server")
         let tls = try TLSConfiguration.server(certificateFile: dir + "/server.pem", keyFile: dir + "/server-key.pem")
-        let server = try HTTP2Server(loop: loop, host: "127.0.0.1", port: 0, tls: tls, handler: EchoHandler())
-        loop.execute { server.start() }
-        let thread = loop.start()
-        defer {
-            loop.execute { server.stop() }
-            loop.stop()
-            thread.join()
-        }
-        try body(server.port, dir + "/ca.pem")
+        try HTTP2Tests.withServer(tls: tls, handler: EchoHandler(), name: "tls-test-server") { server in try body(server.port, dir + "/ca.pem") }
     }
 
     private func request(port: Int, caFile: String?, serverName: String? = nil) throws -> Result<[ClientResult], TransportError> {

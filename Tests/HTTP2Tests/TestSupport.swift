@@ -1,4 +1,6 @@
 import Crypto
+import HTTP2
+import IO
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -38,4 +40,19 @@ enum MonotonicClockForTests {
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
     }
+}
+
+/// Runs an HTTP/2 server with `handler` on its own loop thread for the duration of `body`.
+func withServer<T>(tls: TLSConfiguration, handler: HTTP2RequestHandler, maximumStreams: UInt32 = 100, name: String = "test-server",
+                   _ body: (HTTP2Server) throws -> T) throws -> T {
+    let loop = EventLoop(name: name)
+    let server = try HTTP2Server(loop: loop, host: "127.0.0.1", port: 0, tls: tls, handler: handler, maximumStreams: maximumStreams)
+    loop.execute { server.start() }
+    let thread = loop.start()
+    defer {
+        loop.execute { server.stop() }
+        loop.stop()
+        thread.join()
+    }
+    return try body(server)
 }

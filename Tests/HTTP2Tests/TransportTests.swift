@@ -38,18 +38,9 @@ final class EchoHandler: HTTP2RequestHandler, @unchecked Sendable {
     static let certificates = makeTestCertificates()
 
     func withServer(maximumStreams: UInt32 = 100, _ body: (Int, EchoHandler) throws -> Void) throws {
-        let loop = EventLoop(name: "test-server")
         let handler = EchoHandler()
         let tls = try TLSConfiguration.server(certificateFile: Self.certificates.cert, keyFile: Self.certificates.key)
-        let server = try HTTP2Server(loop: loop, host: "127.0.0.1", port: 0, tls: tls, handler: handler, maximumStreams: maximumStreams)
-        loop.execute { server.start() }
-        let thread = loop.start()
-        defer {
-            loop.execute { server.stop() }
-            loop.stop()
-            thread.join()
-        }
-        try body(server.port, handler)
+        try HTTP2Tests.withServer(tls: tls, handler: handler, maximumStreams: maximumStreams) { server in try body(server.port, handler) }
     }
 
     /// OneShotClient as `sokuho send` uses it against APNs: one stream until the first 2xx.
