@@ -201,10 +201,10 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
     // MARK: EventLoopSource
 
     public func prepare(now: MonotonicInstant) -> Bool {
-        if closeRequested, case .resolving = stage { finishClose(nil); return false }
-        if closeRequested, case .connecting = stage { finishClose(nil); return false }
-        if closeRequested, case .handshaking = stage { finishClose(nil); return false }
         switch stage {
+        case .resolving where closeRequested, .connecting where closeRequested, .handshaking where closeRequested:
+            finishClose(nil)
+            return false
         case let .open(link):
             let capacity = self.capacity
             if capacity > 0 { delegate?.connection(self, canSubmit: capacity) }

@@ -217,6 +217,10 @@ public final class EventLoop: @unchecked Sendable {
         do throws(TransportError) {
             try Syscall.check("epoll_ctl") { epoll_ctl(epollFD, operation, fd, &event) }
             return true
+        } catch let .socket(_, code) where operation == EPOLL_CTL_MOD && code == ENOENT {
+            // The descriptor was closed and its number reused without `remove`: epoll forgot the old
+            // one, so this is a new registration under the same id.
+            return control(EPOLL_CTL_ADD, fd, id: id, events: events, source: source)
         } catch {
             source.handle(events: EPOLLERR.rawValue, now: MonotonicInstant.now())
             return false
