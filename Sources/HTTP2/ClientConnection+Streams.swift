@@ -176,9 +176,9 @@ extension ClientConnection: HTTP2SessionDelegate {
         return streams.index(for: link.session.streamUserData(streamID))
     }
 
-    public func sessionBeganHeaders(streamID: Int32) {}
+    package func sessionBeganHeaders(streamID: Int32) {}
 
-    public func sessionReceivedHeader(streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+    package func sessionReceivedHeader(streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
         guard let index = index(of: streamID) else { return }
         if name.count == 7, name.elementsEqual(":status".utf8) {
             var status = 0
@@ -193,36 +193,36 @@ extension ClientConnection: HTTP2SessionDelegate {
         streams[index].responseHeaders.append(0)
     }
 
-    public func sessionReceivedData(streamID: Int32, data: UnsafeBufferPointer<UInt8>) {
+    package func sessionReceivedData(streamID: Int32, data: UnsafeBufferPointer<UInt8>) {
         guard let index = index(of: streamID) else { return }
         if streams[index].responseBody.count + data.count <= 64 * 1024 { streams[index].responseBody.append(contentsOf: data) }
     }
 
-    public func sessionReceivedEndOfStream(streamID: Int32) {}
+    package func sessionReceivedEndOfStream(streamID: Int32) {}
 
-    public func sessionSentHeaders(streamID: Int32) {
+    package func sessionSentHeaders(streamID: Int32) {
         guard let index = index(of: streamID) else { return }
         streams[index].sent = true
     }
 
-    public func sessionCouldNotSendHeaders(streamID: Int32, userData: UnsafeMutableRawPointer?) {
+    package func sessionCouldNotSendHeaders(streamID: Int32, userData: UnsafeMutableRawPointer?) {
         guard let index = streams.index(for: userData) ?? index(of: streamID) else { return }
         streams.release(index)
         delegate?.connection(self, didFail: .refused("not sent: the connection is going away"), stream: index)
     }
 
-    public func sessionReceivedPingAcknowledgement() {
+    package func sessionReceivedPingAcknowledgement() {
         pingSentAt = nil
         pingsAcknowledged += 1
         armLiveness(now: MonotonicInstant.now())
     }
 
-    public func sessionReceivedGoAway(lastStreamID: Int32, errorCode: UInt32, debugData: UnsafeBufferPointer<UInt8>) {
+    package func sessionReceivedGoAway(lastStreamID: Int32, errorCode: UInt32, debugData: UnsafeBufferPointer<UInt8>) {
         goAway = GoAwayInfo(lastStreamID: lastStreamID, errorCode: errorCode, debugData: String(decoding: debugData, as: UTF8.self))
         if case let .open(link) = stage { stage = .draining(link) }
     }
 
-    public func sessionClosedStream(streamID: Int32, errorCode: UInt32) {
+    package func sessionClosedStream(streamID: Int32, errorCode: UInt32) {
         guard let index = index(of: streamID) else { return }
         let status = streams[index].status
         guard status > 0 else {
@@ -249,7 +249,7 @@ extension ClientConnection: HTTP2SessionDelegate {
         streams.release(index)
     }
 
-    public func sessionReadBody(streamID: Int32, source: UnsafeMutableRawPointer?, into buffer: UnsafeMutablePointer<UInt8>,
+    package func sessionReadBody(streamID: Int32, source: UnsafeMutableRawPointer?, into buffer: UnsafeMutablePointer<UInt8>,
                                 length: Int, endOfData: inout Bool) -> Int {
         guard let index = streams.index(for: source), let body = streams[index].body else {
             endOfData = true

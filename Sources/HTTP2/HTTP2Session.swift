@@ -3,7 +3,7 @@ import IO
 
 /// What an HTTP/2 session reports while it decodes input or encodes output. Every call happens
 /// synchronously inside `HTTP2Session.receive` or `produce`, on the caller's thread.
-public protocol HTTP2SessionDelegate: AnyObject {
+package protocol HTTP2SessionDelegate: AnyObject {
     /// A HEADERS frame opened stream `streamID` (server side: a new request).
     func sessionBeganHeaders(streamID: Int32)
     func sessionReceivedHeader(streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>)
@@ -31,10 +31,10 @@ public protocol HTTP2SessionDelegate: AnyObject {
 ///
 /// Confined to one thread. nghttp2's memory comes from a per-session `SessionAllocator`, so the
 /// steady state of a fan-out allocates nothing.
-public final class HTTP2Session {
-    public enum Role: Sendable { case client, server }
+package final class HTTP2Session {
+    package enum Role: Sendable { case client, server }
 
-    public let role: Role
+    package let role: Role
     private unowned let delegate: HTTP2SessionDelegate
     private let allocator = SessionAllocator()
     private var session: OpaquePointer
@@ -42,7 +42,7 @@ public final class HTTP2Session {
 
     /// Starts a session and queues our SETTINGS (`maximumConcurrentStreams` for the peer's streams,
     /// a 1 MB stream window and a 16 MB connection window: pushes are small, many are in flight).
-    public init(role: Role, delegate: HTTP2SessionDelegate, maximumConcurrentStreams: UInt32) throws(TransportError) {
+    package init(role: Role, delegate: HTTP2SessionDelegate, maximumConcurrentStreams: UInt32) throws(TransportError) {
         self.role = role
         self.delegate = delegate
         var created: OpaquePointer?
@@ -71,13 +71,13 @@ public final class HTTP2Session {
     // MARK: Bytes in, bytes out
 
     /// Decodes bytes received from the peer; the delegate hears about each event before it returns.
-    public func receive(_ bytes: UnsafePointer<UInt8>, count: Int) throws(TransportError) {
+    package func receive(_ bytes: UnsafePointer<UInt8>, count: Int) throws(TransportError) {
         _ = try Nghttp2.check(nghttp2_session_mem_recv(session, bytes, count), "nghttp2_session_mem_recv")
     }
 
     /// Moves frames waiting to be sent into the output buffer until about `limit` bytes are pending
     /// (coalesced writes: ≈16 KB per TLS write cut CPU per request by ≈30%, INTEROP.md).
-    public func produce(limit: Int = 16 * 1024) throws(TransportError) {
+    package func produce(limit: Int = 16 * 1024) throws(TransportError) {
         while output.pending < limit {
             var data: UnsafePointer<UInt8>?
             let produced = try Nghttp2.check(nghttp2_session_mem_send(session, &data), "nghttp2_session_mem_send")
@@ -87,25 +87,25 @@ public final class HTTP2Session {
     }
 
     /// The bytes waiting to be written, at a stable address until `consumeOutput` or `produce`.
-    public var pendingOutput: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: output.base + output.start, count: output.pending) }
-    public var hasPendingOutput: Bool { !output.isEmpty }
+    package var pendingOutput: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: output.base + output.start, count: output.pending) }
+    package var hasPendingOutput: Bool { !output.isEmpty }
     /// Marks `count` pending bytes as written.
-    public func consumeOutput(_ count: Int) { output.consume(count) }
+    package func consumeOutput(_ count: Int) { output.consume(count) }
     /// Drops unwritten output (the connection is gone).
-    public func discardOutput() { output.consume(output.pending) }
+    package func discardOutput() { output.consume(output.pending) }
 
     /// Whether nghttp2 still expects frames from the peer / has frames to send: both false means the
     /// session is finished (GOAWAY exchanged and every stream closed).
-    public var wantsRead: Bool { nghttp2_session_want_read(session) != 0 }
-    public var wantsWrite: Bool { nghttp2_session_want_write(session) != 0 }
+    package var wantsRead: Bool { nghttp2_session_want_read(session) != 0 }
+    package var wantsWrite: Bool { nghttp2_session_want_write(session) != 0 }
 
     /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS as last announced (nghttp2 assumes 100 until then).
-    public var remoteMaximumConcurrentStreams: Int {
+    package var remoteMaximumConcurrentStreams: Int {
         Int(nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS))
     }
 
     /// Our stream data for `streamID` (nil for unknown streams).
-    public func streamUserData(_ streamID: Int32) -> UnsafeMutableRawPointer? {
+    package func streamUserData(_ streamID: Int32) -> UnsafeMutableRawPointer? {
         nghttp2_session_get_stream_user_data(session, streamID)
     }
 
@@ -114,14 +114,14 @@ public final class HTTP2Session {
     /// Queues a request with `headers` (nghttp2 copies them) and, when `hasBody`, a body pulled from
     /// the delegate's `sessionReadBody` with `streamUserData` as its source. Returns the stream id,
     /// or nghttp2's negative error (NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE: ids ran out, open a new connection).
-    public func submitRequest(headers: UnsafePointer<nghttp2_nv>, count: Int, hasBody: Bool,
+    package func submitRequest(headers: UnsafePointer<nghttp2_nv>, count: Int, hasBody: Bool,
                               streamUserData: UnsafeMutableRawPointer?) -> Int32 {
         var provider = HTTP2Session.bodyProvider(source: streamUserData)
         return withUnsafePointer(to: &provider) { nghttp2_submit_request(session, nil, headers, count, hasBody ? $0 : nil, streamUserData) }
     }
 
     /// Queues a response on `streamID`; a body is pulled from the delegate with a nil source.
-    public func submitResponse(streamID: Int32, headers: HeaderList, hasBody: Bool) throws(TransportError) {
+    package func submitResponse(streamID: Int32, headers: HeaderList, hasBody: Bool) throws(TransportError) {
         var provider = HTTP2Session.bodyProvider(source: nil)
         let rc = withUnsafePointer(to: &provider) {
             nghttp2_submit_response(session, streamID, headers.entries, headers.count, hasBody ? $0 : nil)
@@ -130,11 +130,11 @@ public final class HTTP2Session {
     }
 
     /// RST_STREAM with `errorCode` (e.g. CANCEL for a request past its deadline, REFUSED_STREAM).
-    public func submitReset(streamID: Int32, errorCode: UInt32) throws(TransportError) {
+    package func submitReset(streamID: Int32, errorCode: UInt32) throws(TransportError) {
         try Nghttp2.check(nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, errorCode), "nghttp2_submit_rst_stream")
     }
 
-    public func submitGoAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) throws(TransportError) {
+    package func submitGoAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) throws(TransportError) {
         let rc = debugData.withUnsafeBufferPointer {
             nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, errorCode, $0.baseAddress, $0.count)
         }
@@ -142,16 +142,16 @@ public final class HTTP2Session {
     }
 
     /// GOAWAY naming the last stream we processed, once the streams in flight are done.
-    public func terminate(errorCode: UInt32) throws(TransportError) {
+    package func terminate(errorCode: UInt32) throws(TransportError) {
         try Nghttp2.check(nghttp2_session_terminate_session(session, errorCode), "nghttp2_session_terminate_session")
     }
 
-    public func submitPing() throws(TransportError) {
+    package func submitPing() throws(TransportError) {
         try Nghttp2.check(nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil), "nghttp2_submit_ping")
     }
 
     /// Announces a new SETTINGS_MAX_CONCURRENT_STREAMS (APNs lowers and raises it with load).
-    public func submitMaximumConcurrentStreams(_ value: UInt32) throws(TransportError) {
+    package func submitMaximumConcurrentStreams(_ value: UInt32) throws(TransportError) {
         var entry = nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: value)
         try Nghttp2.check(nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entry, 1), "nghttp2_submit_settings")
     }

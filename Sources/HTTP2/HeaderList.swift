@@ -37,7 +37,7 @@ public final class HeaderList: @unchecked Sendable {
     }
 
     /// The entries as nghttp2 takes them, for a caller that submits frames itself (tests of the session).
-    public func withEntries<T>(_ body: (UnsafePointer<nghttp2_nv>, Int) throws -> T) rethrows -> T {
+    package func withEntries<T>(_ body: (UnsafePointer<nghttp2_nv>, Int) throws -> T) rethrows -> T {
         try body(UnsafePointer(entries), count)
     }
 

@@ -6,7 +6,7 @@ import IO
 // MARK: Session events
 
 extension ServerConnection: HTTP2SessionDelegate {
-    public func sessionReadBody(streamID: Int32, source: UnsafeMutableRawPointer?, into buffer: UnsafeMutablePointer<UInt8>,
+    package func sessionReadBody(streamID: Int32, source: UnsafeMutableRawPointer?, into buffer: UnsafeMutablePointer<UInt8>,
                                 length: Int, endOfData: inout Bool) -> Int {
         guard var entry = outgoing[streamID] else {
             endOfData = true
@@ -24,9 +24,9 @@ extension ServerConnection: HTTP2SessionDelegate {
         return count
     }
 
-    public func sessionBeganHeaders(streamID: Int32) { partial[streamID] = PartialRequest() }
+    package func sessionBeganHeaders(streamID: Int32) { partial[streamID] = PartialRequest() }
 
-    public func sessionReceivedHeader(streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+    package func sessionReceivedHeader(streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
         guard partial[streamID] != nil else { return }
         let name = String(decoding: name, as: UTF8.self), value = String(decoding: value, as: UTF8.self)
         switch name {
@@ -38,12 +38,12 @@ extension ServerConnection: HTTP2SessionDelegate {
         }
     }
 
-    public func sessionReceivedData(streamID: Int32, data: UnsafeBufferPointer<UInt8>) {
+    package func sessionReceivedData(streamID: Int32, data: UnsafeBufferPointer<UInt8>) {
         guard partial[streamID] != nil else { return }
         partial[streamID]!.body.append(contentsOf: data)
     }
 
-    public func sessionReceivedEndOfStream(streamID: Int32) {
+    package func sessionReceivedEndOfStream(streamID: Int32) {
         guard let request = partial.removeValue(forKey: streamID), !dropping, !stalled else { return }
         if streamID > goAwayLastStreamID {
             reset(streamID: streamID, errorCode: UInt32(NGHTTP2_REFUSED_STREAM.rawValue))
@@ -54,13 +54,13 @@ extension ServerConnection: HTTP2SessionDelegate {
                                      headers: request.headers, body: request.body), on: self)
     }
 
-    public func sessionClosedStream(streamID: Int32, errorCode: UInt32) {
+    package func sessionClosedStream(streamID: Int32, errorCode: UInt32) {
         partial[streamID] = nil
         outgoing[streamID] = nil
     }
 
-    public func sessionSentHeaders(streamID: Int32) {}
-    public func sessionCouldNotSendHeaders(streamID: Int32, userData: UnsafeMutableRawPointer?) {}
-    public func sessionReceivedGoAway(lastStreamID: Int32, errorCode: UInt32, debugData: UnsafeBufferPointer<UInt8>) {}
-    public func sessionReceivedPingAcknowledgement() {}
+    package func sessionSentHeaders(streamID: Int32) {}
+    package func sessionCouldNotSendHeaders(streamID: Int32, userData: UnsafeMutableRawPointer?) {}
+    package func sessionReceivedGoAway(lastStreamID: Int32, errorCode: UInt32, debugData: UnsafeBufferPointer<UInt8>) {}
+    package func sessionReceivedPingAcknowledgement() {}
 }

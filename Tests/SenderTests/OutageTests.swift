@@ -177,7 +177,7 @@ final class TimedSink: PushOutcomeSink, @unchecked Sendable {
         let retried = finished.filter { $0.outcome == .deliveredAfterRetry }.map(\.seconds)
         let firstTime = finished.filter { $0.outcome == .delivered }.map(\.seconds)
         #expect(retried.allSatisfy { $0 >= 2 }, "a retried push came back before its Retry-After: \(retried.min() ?? 0) s")
-        #expect((firstTime.max() ?? 99) < 1.5, "a 429 for one token slowed the others: last first-time delivery at \(firstTime.max() ?? 0) s")
+        #expect((firstTime.max() ?? 99) < 2, "a 429 for one token slowed the others (every first-time delivery must land before the 2 s Retry-After): last first-time delivery at \(firstTime.max() ?? 0) s")
     }
 
     @Test("without Retry-After, retries back off in seconds (0.5–1 s first), within the deadline")
