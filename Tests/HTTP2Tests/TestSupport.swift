@@ -24,24 +24,6 @@ func makeTestCertificates() -> (dir: String, ca: String, cert: String, key: Stri
     }
 }
 
-/// Waits up to `seconds` for `condition`.
-func waitUntil(seconds: Double = 10, _ condition: () -> Bool) -> Bool {
-    let end = Double(MonotonicClockForTests.now()) + seconds * 1e9
-    while Double(MonotonicClockForTests.now()) < end {
-        if condition() { return true }
-        usleep(2000)
-    }
-    return condition()
-}
-
-enum MonotonicClockForTests {
-    static func now() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-    }
-}
-
 /// Runs an HTTP/2 server with `handler` on its own loop thread for the duration of `body`.
 func withServer<T>(tls: TLSConfiguration, handler: HTTP2RequestHandler, maximumStreams: UInt32 = 100, name: String = "test-server",
                    _ body: (HTTP2Server) throws -> T) throws -> T {
