@@ -147,7 +147,9 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
     /// The loop sleeps until I/O or its earliest timer: wake it for the next delayed job, the next
     /// reconnect, and the earliest queued deadline.
     private func armWakeTimer() {
-        var next = delayed.nextDue.map { MonotonicInstant(nanoseconds: $0) } ?? .distantFuture
+        // A due back-off only matters when the ready ring has room for it (else submitting or
+        // expiring makes room first, and both wake the loop): no spinning on a full ring.
+        var next = ready.free > 0 ? delayed.nextDue.map { MonotonicInstant(nanoseconds: $0) } ?? .distantFuture : .distantFuture
         if let earliest = ready.earliestDeadline { next = min(next, MonotonicInstant(nanoseconds: earliest)) }
         if !idle && !pool.halted.load(ordering: .relaxed) {
             for slot in slots where slot.connection.state == .idle || slot.connection.state == .closed {
