@@ -42,7 +42,7 @@ enum TokensGenerateCommand {
                                                 createdAt: 0, updatedAt: 0)
                 var withToken = installation
                 withToken.setToken(token, kind: kind)
-                TokenLineWriter.append(withToken, kind: kind, to: &buffer)
+                TokenLineWriter.append(withToken, kind: kind, registeredAt: nil, to: &buffer)
                 if buffer.count >= 1 << 20 {
                     invocation.console.write(String(decoding: buffer, as: UTF8.self))
                     buffer.removeAll(keepingCapacity: true)

@@ -97,6 +97,84 @@ import Testing
         #expect(try store.installation(id: "install-1") == nil)
     }
 
+    @Test func aRegistrationWithoutATimeKeepsTheStoredTimeOfItsToken() throws {
+        let fixture = StoreFixture()
+        let store = try fixture.open()
+        let owner = { (seed: Int) throws -> UInt64? in
+            try store.tokenOwner(app: "com.example.eew", environment: .sandbox, kind: .pushToStart, token: token(seed))?.registeredAt
+        }
+        try store.write([.register(registration("install-1", token(1)), at: 1_000)])
+        #expect(try owner(1) == 1_000)
+        // A re-sync that does not say when: one by one, and as a sorted batch (an import).
+        try store.write([.register(registration("install-1", token(1), topics: [TopicSubscription(name: "b")]), at: 9_000)])
+        #expect(try owner(1) == 1_000)
+        let resync = (0..<RegistryUpdate.minimumSortedRun).map { WriteOperation.register(registration("r\($0)", token(100 + $0)), at: 2_000) }
+        try store.write(resync)
+        try store.write(resync.map { operation in
+            guard case let .register(registration, _) = operation else { return operation }
+            return .register(registration, at: 8_000)
+        } + [.register(registration("install-1", token(1)), at: 8_000)])
+        #expect(try owner(1) == 1_000)
+        #expect(try (0..<RegistryUpdate.minimumSortedRun).allSatisfy { try owner(100 + $0) == 2_000 })
+        // A stated time is kept exactly, earlier or later than the stored one.
+        var timed = registration("install-1", token(1))
+        timed.registeredAt = 500
+        try store.write([.register(timed, at: 9_500)])
+        #expect(try owner(1) == 500)
+        timed.registeredAt = 7_000
+        try store.write([.register(timed, at: 9_600)])
+        #expect(try owner(1) == 7_000)
+        // A token new to the store, without a time, is registered at the operation's time.
+        try store.write([.register(registration("install-1", token(2)), at: 9_700)])
+        #expect(try owner(2) == 9_700)
+        #expect(try store.check().isConsistent)
+    }
+
+    @Test func aReimportedExportKeepsRegistrationTimesSo410PruningStillWorks() throws {
+        let source = StoreFixture(), target = StoreFixture()
+        let original = try source.open(), copy = try target.open()
+        try original.write([
+            .register(registration("early", token(1)), at: 1_000),
+            .register(registration("late", token(2)), at: 6_000),
+            .register(registration("late", token(3), kind: .device), at: 7_000),
+        ])
+        var exported: [UInt8] = []
+        try original.forEachInstallationWithRegistrationTimes { installation, times throws(StoreError) in
+            for kind in TokenKind.allCases { TokenLineWriter.append(installation, kind: kind, registeredAt: times[kind], to: &exported) }
+        }
+        let lines = String(decoding: exported, as: UTF8.self).split(separator: "\n").map(String.init)
+        #expect(lines.count == 3)
+        // Imported long after, and re-synced again later: the phone's times survive both.
+        for at: UInt64 in [50_000, 60_000] {
+            try copy.write(try lines.map { .register(try TokenLineParser.parse($0, now: at), at: at) })
+        }
+        #expect(try copy.tokenOwner(app: "com.example.eew", environment: .sandbox, kind: .pushToStart, token: token(1))?.registeredAt == 1_000)
+        #expect(try copy.tokenOwner(app: "com.example.eew", environment: .sandbox, kind: .device, token: token(3))?.registeredAt == 7_000)
+        // A 410 saying the tokens died at 5 000 ms removes the one registered before and keeps the other.
+        let remove = { (seed: Int) throws -> [WriteOutcome] in
+            try copy.write([.removeToken(app: "com.example.eew", environment: .sandbox, kind: .pushToStart, token: token(seed), registeredBefore: 5_000)])
+        }
+        #expect(try remove(1) == [.tokenRemoved(true)])
+        #expect(try remove(2) == [.tokenRemoved(false)])
+        #expect(try copy.targets("region:301", kind: .pushToStart) == [token(2)])
+        #expect(try copy.check().isConsistent)
+    }
+
+    @Test func aTokenMovedToAnotherEnvironmentAlongsideItsSiblingKeepsItsTime() throws {
+        let fixture = StoreFixture()
+        let store = try fixture.open()
+        try store.write([
+            .register(registration("install-1", token(1)), at: 1_000),
+            .register(registration("install-1", token(2), kind: .device), at: 2_000),
+        ])
+        var moved = registration("install-1", token(1))
+        moved.environment = .production
+        try store.write([.register(moved, at: 9_000)])
+        #expect(try store.tokenOwner(app: "com.example.eew", environment: .production, kind: .device, token: token(2))?.registeredAt == 2_000)
+        #expect(try store.tokenOwner(app: "com.example.eew", environment: .sandbox, kind: .device, token: token(2)) == nil)
+        #expect(try store.check().isConsistent)
+    }
+
     @Test func sweepRemovesExpiredActivitiesStaleInstallationsAndOldEvents() throws {
         let fixture = StoreFixture()
         let store = try fixture.open()
