@@ -29,7 +29,8 @@ enum TokensImportCommand {
         is when the phone registered the token, in ms since 1970 (at most a day ahead of now); it is
         kept exactly, and a line without it keeps the time of a token already stored (a new token
         gets the import's time), so a re-sync does not stop 410 pruning. A line sets that token
-        of the installation (a new token replaces the old one everywhere) and replaces its topics.
+        of the installation (a new token replaces the old one everywhere) and replaces that token's
+        topics; the installation's token of the other kind keeps its own.
         Bad lines are reported with their line numbers and the rest is imported (exit 65 if any was
         bad); with --strict nothing is imported when a line is bad (the file is read twice; stdin or a
         pipe is held in memory). Blank lines are skipped. Chunks of --batch lines are parsed while

@@ -3,7 +3,7 @@ import Glibc
 
 /// Applies write operations inside one write transaction and keeps the indexes in step with the
 /// installation records: every token of an installation is in `tokens` (→ owner, registered-at)
-/// and under each of the installation's topics in `topics`. Only the writer thread uses it.
+/// and under each topic its kind follows in `topics`. Only the writer thread uses it.
 struct RegistryUpdate: ~Copyable {
     /// Owned: dropping the update (a thrown error) aborts the transaction; `commit` ends it.
     let txn: LMDBTransaction
@@ -120,7 +120,7 @@ struct RegistryUpdate: ~Copyable {
 
     /// The `topics` entries (key, duplicate) of one token of `installation`.
     func topicEntries(_ installation: Installation, kind: TokenKind, token: [UInt8]) -> [(key: [UInt8], entry: [UInt8])] {
-        installation.topics.map { topic in
+        installation.topics(kind).map { topic in
             (StoreKeys.topic(app: installation.app, environment: installation.environment, topic: topic.name, tokenLength: token.count),
              StoreKeys.topicEntry(minLevel: topic.minLevel, kind: kind, token: token))
         }
@@ -134,7 +134,7 @@ struct RegistryUpdate: ~Copyable {
         StoreKeys.token(app: installation.app, environment: installation.environment, kind: kind, token: token)
     }
 
-    /// Sets the registration's token and topics. Written for the common case, a new installation
+    /// Sets the registration's token and that token's topics (the other kind's are untouched). Written for the common case, a new installation
     /// with a new token: then it costs one insert per database (`insert` fails over to the
     /// update path when the key exists).
     private func register(_ registration: TokenRegistration, now: UInt64) throws(StoreError) {
@@ -148,7 +148,7 @@ struct RegistryUpdate: ~Copyable {
             new.app = registration.app
             new.environment = registration.environment
             new.setToken(registration.token, kind: registration.kind)
-            new.topics = registration.topics
+            new.setTopics(registration.topics, kind: registration.kind)
             new.updatedAt = now
             if let secretHash = registration.secretHash { new.secretHash = secretHash }
             try save(new)
@@ -156,7 +156,7 @@ struct RegistryUpdate: ~Copyable {
         try claimToken(of: new, kind: registration.kind, registeredAt: registration.registeredAt, now: now)
 
         // A repeated registration (a daily re-sync) changes no index entry but registered-at.
-        if let old, old.app == new.app, old.environment == new.environment, old.topics == new.topics,
+        if let old, old.app == new.app, old.environment == new.environment, old.topics(registration.kind) == new.topics(registration.kind),
            old.token(registration.kind) == registration.token {
             return
         }

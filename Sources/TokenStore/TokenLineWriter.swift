@@ -29,7 +29,7 @@ public enum TokenLineWriter {
             out.append(contentsOf: String(registeredAt).utf8)
         }
         out.append(contentsOf: ",\"topics\":[".utf8)
-        for (index, topic) in installation.topics.enumerated() {
+        for (index, topic) in installation.topics(kind).enumerated() {
             if index > 0 { out.append(UInt8(ascii: ",")) }
             out.append(contentsOf: "{\"name\":".utf8)
             JSONWriter.appendQuoted(topic.name, to: &out)

@@ -10,7 +10,8 @@ import Testing
         let installation = try #require(try store.installation(id: "install-1"))
         #expect(installation.pushToStartToken == token(1))
         #expect(installation.deviceToken == nil)
-        #expect(installation.topics == [TopicSubscription(name: "region:301", minLevel: 3)])
+        #expect(installation.topics(.pushToStart) == [TopicSubscription(name: "region:301", minLevel: 3)])
+        #expect(installation.topics(.device).isEmpty)
         #expect(installation.createdAt == 1_000)
         let owner = try #require(try store.tokenOwner(app: "com.example.eew", environment: .sandbox, kind: .pushToStart, token: token(1)))
         #expect(owner.installationID == "install-1")
@@ -36,7 +37,7 @@ import Testing
         #expect(try store.check().isConsistent)
     }
 
-    @Test func bothKindsOfTokenShareTheInstallationsTopics() throws {
+    @Test func bothKindsOfTokenAreListedUnderTheTopicsTheyFollow() throws {
         let fixture = StoreFixture()
         let store = try fixture.open()
         try store.write([
@@ -45,6 +46,32 @@ import Testing
         ])
         #expect(Set(try store.targets("region:301")) == [token(1), token(2)])
         #expect(try store.targets("region:301", kind: .device) == [token(2)])
+        #expect(try store.check().isConsistent)
+    }
+
+    @Test func aDeviceLineWithNoTopicsLeavesThePushToStartTokensTopics() throws {
+        let fixture = StoreFixture()
+        let store = try fixture.open()
+        let topics = [TopicSubscription(name: "region:301", minLevel: 3), TopicSubscription(name: "region:302")]
+        try store.write([
+            .register(registration("install-1", token(1), kind: .pushToStart, topics: topics), at: 1_000),
+            .register(registration("install-1", token(2), kind: .device, topics: topics), at: 1_000),
+        ])
+        try store.write([.register(registration("install-1", token(2), kind: .device, topics: []), at: 2_000)])
+        let installation = try #require(try store.installation(id: "install-1"))
+        #expect(installation.topics(.pushToStart) == topics)
+        #expect(installation.topics(.device).isEmpty)
+        #expect(try store.targets("region:301") == [token(1)])
+        #expect(try store.targets("region:302", kind: .pushToStart) == [token(1)])
+        #expect(try store.targets("region:302", kind: .device).isEmpty)
+        // A device line with other topics changes the device token's alone.
+        try store.write([.register(registration("install-1", token(2), kind: .device, topics: [TopicSubscription(name: "c")]), at: 3_000)])
+        #expect(try store.installation(id: "install-1")?.topics(.pushToStart) == topics)
+        #expect(try store.targets("c") == [token(2)])
+        // A token pruned by a 410 takes its topics with it; the other kind's stay.
+        try store.write([.removeToken(app: "com.example.eew", environment: .sandbox, kind: .device, token: token(2), registeredBefore: nil)])
+        #expect(try store.installation(id: "install-1")?.topics(.device) == [])
+        #expect(try store.installation(id: "install-1")?.topics(.pushToStart) == topics)
         #expect(try store.check().isConsistent)
     }
 
@@ -308,7 +335,7 @@ import Testing
         let (store, fixture) = try expectSameAsOneByOne(initial: [], batch: batch, ids: (0..<80).map { "n\($0)" } + ["x1", "x2"])
         defer { withExtendedLifetime(fixture) {} }
         #expect(try store.installation(id: "n3")?.pushToStartToken == token(7002))
-        #expect(try store.installation(id: "n3")?.topics == [TopicSubscription(name: "b", minLevel: 2)])
+        #expect(try store.installation(id: "n3")?.topics(.pushToStart) == [TopicSubscription(name: "b", minLevel: 2)])
         #expect(try store.installation(id: "x1")?.pushToStartToken == nil)
         #expect(try store.tokenOwner(app: "com.example.eew", environment: .sandbox, kind: .pushToStart, token: token(8000))?.installationID == "x2")
     }

@@ -128,7 +128,8 @@ import Testing
 
     @Test func writtenLinesParseBackToTheSameInstallation() throws {
         var installation = Installation(id: "in\"stall\\1", app: "com.example.eew", environment: .production,
-                                        topics: [TopicSubscription(name: "東京", minLevel: 5), TopicSubscription(name: "b")],
+                                        pushToStartTopics: [TopicSubscription(name: "a", minLevel: 1)],
+                                        deviceTopics: [TopicSubscription(name: "東京", minLevel: 5), TopicSubscription(name: "b")],
                                         createdAt: 0, updatedAt: 0)
         installation.setToken(Array(0..<32), kind: .device)
         installation.setToken(Array(100..<164), kind: .pushToStart)
@@ -141,7 +142,7 @@ import Testing
         let second = try TokenLineParser.parse(lines[1])
         #expect(first.installationID == installation.id && first.kind == .pushToStart && first.token == Array(100..<164))
         #expect(second.kind == .device && second.token == Array(0..<32) && second.environment == .production)
-        #expect(second.topics == installation.topics)
+        #expect(first.topics == installation.topics(.pushToStart) && second.topics == installation.topics(.device))
         #expect(lines[1].contains(#""token":"000102"#))
         // The time is written when known, and read back exactly.
         #expect(first.registeredAt == 1_717_000_000_123 && lines[0].contains(#","registeredAt":1717000000123,"topics":["#))
