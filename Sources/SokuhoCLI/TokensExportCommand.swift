@@ -7,15 +7,17 @@ enum TokensExportCommand {
         "export",
         summary: "write every registered token as JSON lines (the import format) to stdout",
         options: [StoreAccess.option],
-        details: "Registration times are not part of the format: an import stamps its own time.",
+        details: "Each line carries registeredAt, when the phone registered the token (ms), so an import of the export keeps it.",
         run: { invocation throws(CLIError) in
             let store = try StoreAccess.open(invocation, readOnly: true)
             var buffer: [UInt8] = []
             buffer.reserveCapacity(1 << 20)
             let console = invocation.console
             try StoreAccess.run { () throws(StoreError) in
-                try store.forEachInstallation { installation throws(StoreError) in
-                    for kind in TokenKind.allCases { TokenLineWriter.append(installation, kind: kind, to: &buffer) }
+                try store.forEachInstallationWithRegistrationTimes { installation, times throws(StoreError) in
+                    for kind in TokenKind.allCases {
+                        TokenLineWriter.append(installation, kind: kind, registeredAt: times[kind], to: &buffer)
+                    }
                     if buffer.count >= 1 << 20 {
                         console.write(String(decoding: buffer, as: UTF8.self))
                         buffer.removeAll(keepingCapacity: true)

@@ -37,12 +37,10 @@ enum TokensGenerateCommand {
                 let level = UInt8(random.next() % UInt64(levels))
                 var token: [UInt8] = []
                 for _ in 0..<4 { withUnsafeBytes(of: random.next()) { token.append(contentsOf: $0) } }
-                let installation = Installation(id: uuid(&random), app: app, environment: environment,
-                                                topics: [TopicSubscription(name: "region:\(topic)", minLevel: level)],
-                                                createdAt: 0, updatedAt: 0)
-                var withToken = installation
+                var withToken = Installation(id: uuid(&random), app: app, environment: environment, createdAt: 0, updatedAt: 0)
                 withToken.setToken(token, kind: kind)
-                TokenLineWriter.append(withToken, kind: kind, to: &buffer)
+                withToken.setTopics([TopicSubscription(name: "region:\(topic)", minLevel: level)], kind: kind)
+                TokenLineWriter.append(withToken, kind: kind, registeredAt: nil, to: &buffer)
                 if buffer.count >= 1 << 20 {
                     invocation.console.write(String(decoding: buffer, as: UTF8.self))
                     buffer.removeAll(keepingCapacity: true)

@@ -24,9 +24,13 @@ enum TokensImportCommand {
         details: """
         Each line is one object:
           {"installationId":"…","app":"com.example.eew","environment":"sandbox","kind":"pushToStart",
-           "token":"<hex>","topics":[{"name":"region:301","minLevel":3}]}
-        kind is pushToStart or device; minLevel (0-255) is optional, default 0. A line sets that token
-        of the installation (a new token replaces the old one everywhere) and replaces its topics.
+           "token":"<hex>","registeredAt":1717000000000,"topics":[{"name":"region:301","minLevel":3}]}
+        kind is pushToStart or device; minLevel (0-255) is optional, default 0. registeredAt (optional)
+        is when the phone registered the token, in ms since 1970 (at most a day ahead of now); it is
+        kept exactly, and a line without it keeps the time of a token already stored (a new token
+        gets the import's time), so a re-sync does not stop 410 pruning. A line sets that token
+        of the installation (a new token replaces the old one everywhere) and replaces that token's
+        topics; the installation's token of the other kind keeps its own.
         Bad lines are reported with their line numbers and the rest is imported (exit 65 if any was
         bad); with --strict nothing is imported when a line is bad (the file is read twice; stdin or a
         pipe is held in memory). Blank lines are skipped. Chunks of --batch lines are parsed while
@@ -50,6 +54,8 @@ enum TokensImportCommand {
         var lines = 0
         var badLines: [BadLine] = []
         var badCount = 0
+        // One clock reading bounds every line's registeredAt (a day of tolerance dwarfs the import).
+        let started = StoreAccess.nowMilliseconds()
 
         func note(_ line: Int, _ failure: TokenLineParser.Failure) {
             badCount += 1
@@ -68,7 +74,7 @@ enum TokensImportCommand {
             try reader.forEachLine { number, line throws(CLIError) in
                 guard !isBlank(line) else { return }
                 lines += 1
-                do throws(TokenLineParser.Failure) { _ = try TokenLineParser.parse(line) } catch { note(number, error) }
+                do throws(TokenLineParser.Failure) { _ = try TokenLineParser.parse(line, now: started) } catch { note(number, error) }
             }
             if badCount > 0 {
                 report(invocation, lines: lines, imported: 0, badCount: badCount, badLines: badLines)
@@ -108,7 +114,7 @@ enum TokensImportCommand {
                 guard !isBlank(line) else { return }
                 lines += 1
                 do throws(TokenLineParser.Failure) {
-                    chunk.append(try TokenLineParser.parse(line))
+                    chunk.append(try TokenLineParser.parse(line, now: started))
                 } catch {
                     note(number, error)
                 }

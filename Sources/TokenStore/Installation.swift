@@ -1,5 +1,6 @@
-/// One app install on one phone: its tokens, the topics it follows and when it was last heard
-/// from. Topics belong to the installation, so each of its tokens is listed under each topic.
+/// One app install on one phone: its tokens, the topics each token follows and when it was last
+/// heard from. Topics belong to a token kind (a registration of one kind replaces that kind's
+/// topics only), so a device line cannot silently unsubscribe the push-to-start token.
 public struct Installation: Sendable, Equatable {
     public var id: String
     public var app: String
@@ -8,15 +9,17 @@ public struct Installation: Sendable, Equatable {
     public var secretHash: [UInt8]
     public var pushToStartToken: [UInt8]?
     public var deviceToken: [UInt8]?
-    /// In the order the app sent them.
-    public var topics: [TopicSubscription]
+    /// The topics of each kind's token, in the order the app sent them.
+    public var pushToStartTopics: [TopicSubscription]
+    public var deviceTopics: [TopicSubscription]
     /// Milliseconds since 1970.
     public var createdAt: UInt64
     /// Milliseconds since 1970; an installation not refreshed for long is swept.
     public var updatedAt: UInt64
 
     public init(id: String, app: String, environment: PushEnvironment, secretHash: [UInt8] = [],
-                pushToStartToken: [UInt8]? = nil, deviceToken: [UInt8]? = nil, topics: [TopicSubscription] = [],
+                pushToStartToken: [UInt8]? = nil, deviceToken: [UInt8]? = nil,
+                pushToStartTopics: [TopicSubscription] = [], deviceTopics: [TopicSubscription] = [],
                 createdAt: UInt64, updatedAt: UInt64) {
         self.id = id
         self.app = app
@@ -24,7 +27,8 @@ public struct Installation: Sendable, Equatable {
         self.secretHash = secretHash
         self.pushToStartToken = pushToStartToken
         self.deviceToken = deviceToken
-        self.topics = topics
+        self.pushToStartTopics = pushToStartTopics
+        self.deviceTopics = deviceTopics
         self.createdAt = createdAt
         self.updatedAt = updatedAt
     }
@@ -38,12 +42,23 @@ public struct Installation: Sendable, Equatable {
         if kind == .pushToStart { pushToStartToken = token } else { deviceToken = token }
     }
 
+    /// The topics the token of `kind` follows.
+    public func topics(_ kind: TokenKind) -> [TopicSubscription] {
+        kind == .pushToStart ? pushToStartTopics : deviceTopics
+    }
+
+    public mutating func setTopics(_ topics: [TopicSubscription], kind: TokenKind) {
+        if kind == .pushToStart { pushToStartTopics = topics } else { deviceTopics = topics }
+    }
+
     /// (kind, token) for each token it holds, push-to-start first.
     public var tokens: [(kind: TokenKind, token: [UInt8])] {
         TokenKind.allCases.compactMap { kind in token(kind).map { (kind, $0) } }
     }
 
-    static let layoutVersion: UInt8 = 1
+    /// 2: topics per token kind (push-to-start's, then device's). 1 had one list for both; it
+    /// is still read (schema 3's migration rewrites every record as 2).
+    static let layoutVersion: UInt8 = 2
 
     var encoded: [UInt8] {
         var writer = RecordWriter(capacity: 128)
@@ -55,17 +70,21 @@ public struct Installation: Sendable, Equatable {
         writer.data(deviceToken ?? [])
         writer.uint64(createdAt)
         writer.uint64(updatedAt)
-        writer.length(topics.count)
-        for topic in topics {
-            writer.string(topic.name)
-            writer.uint8(topic.minLevel)
+        for kind in TokenKind.allCases {
+            let topics = topics(kind)
+            writer.length(topics.count)
+            for topic in topics {
+                writer.string(topic.name)
+                writer.uint8(topic.minLevel)
+            }
         }
         return writer.bytes
     }
 
     init(id: String, decoding bytes: UnsafeRawBufferPointer) throws(StoreError) {
         var reader = RecordReader(bytes, what: "installation '\(id)'")
-        guard try reader.uint8() == Installation.layoutVersion else {
+        let layout = try reader.uint8()
+        guard layout == 1 || layout == Installation.layoutVersion else {
             throw StoreError.corrupt(path: "", detail: "installation '\(id)' has an unknown record layout")
         }
         self.id = id
@@ -78,14 +97,25 @@ public struct Installation: Sendable, Equatable {
         deviceToken = device.isEmpty ? nil : device
         createdAt = try reader.uint64()
         updatedAt = try reader.uint64()
-        let count = try reader.length()
-        var topics: [TopicSubscription] = []
-        topics.reserveCapacity(count)
-        for _ in 0..<count {
-            let name = try reader.string()
-            topics.append(TopicSubscription(name: name, minLevel: try reader.uint8()))
+        func readTopics() throws(StoreError) -> [TopicSubscription] {
+            let count = try reader.length()
+            var topics: [TopicSubscription] = []
+            topics.reserveCapacity(count)
+            for _ in 0..<count {
+                let name = try reader.string()
+                topics.append(TopicSubscription(name: name, minLevel: try reader.uint8()))
+            }
+            return topics
         }
-        self.topics = topics
+        if layout == 1 {
+            // One list every token followed: each token keeps following it.
+            let shared = try readTopics()
+            pushToStartTopics = pushToStartToken == nil ? [] : shared
+            deviceTopics = deviceToken == nil ? [] : shared
+        } else {
+            pushToStartTopics = try readTopics()
+            deviceTopics = try readTopics()
+        }
         guard reader.isAtEnd else { throw StoreError.corrupt(path: "", detail: "installation '\(id)' has trailing bytes") }
     }
 }

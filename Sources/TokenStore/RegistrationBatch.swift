@@ -93,8 +93,9 @@ extension TokenRegistration {
     /// The record this registration creates when its installation is new.
     func freshInstallation(at now: UInt64) -> Installation {
         var installation = Installation(id: installationID, app: app, environment: environment, secretHash: secretHash ?? [],
-                                        topics: topics, createdAt: now, updatedAt: now)
+                                        createdAt: now, updatedAt: now)
         installation.setToken(token, kind: kind)
+        installation.setTopics(topics, kind: kind)
         return installation
     }
 }

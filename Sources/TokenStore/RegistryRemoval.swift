@@ -9,6 +9,7 @@ extension RegistryUpdate {
         try unindexToken(of: installation, kind: kind)
         var changed = installation
         changed.setToken(nil, kind: kind)
+        changed.setTopics([], kind: kind)
         try save(changed)
     }
 

@@ -3,7 +3,7 @@ import Glibc
 
 /// Applies write operations inside one write transaction and keeps the indexes in step with the
 /// installation records: every token of an installation is in `tokens` (→ owner, registered-at)
-/// and under each of the installation's topics in `topics`. Only the writer thread uses it.
+/// and under each topic its kind follows in `topics`. Only the writer thread uses it.
 struct RegistryUpdate: ~Copyable {
     /// Owned: dropping the update (a thrown error) aborts the transaction; `commit` ends it.
     let txn: LMDBTransaction
@@ -98,7 +98,8 @@ struct RegistryUpdate: ~Copyable {
         for index in batch.byToken where isFresh[index] {
             let registration = batch.registrations[index]
             try claimToken(key: Array(batch.tokenKeys.key(index)), kind: registration.kind, token: registration.token,
-                           installationID: registration.installationID, now: batch.times[index])
+                           installationID: registration.installationID, registeredAt: registration.registeredAt,
+                           now: batch.times[index])
         }
         // 3. Their topic entries in (key, duplicate) order.
         for index in batch.byTopicEntry where isFresh[batch.topicOwners[index]] {
@@ -119,7 +120,7 @@ struct RegistryUpdate: ~Copyable {
 
     /// The `topics` entries (key, duplicate) of one token of `installation`.
     func topicEntries(_ installation: Installation, kind: TokenKind, token: [UInt8]) -> [(key: [UInt8], entry: [UInt8])] {
-        installation.topics.map { topic in
+        installation.topics(kind).map { topic in
             (StoreKeys.topic(app: installation.app, environment: installation.environment, topic: topic.name, tokenLength: token.count),
              StoreKeys.topicEntry(minLevel: topic.minLevel, kind: kind, token: token))
         }
@@ -133,7 +134,7 @@ struct RegistryUpdate: ~Copyable {
         StoreKeys.token(app: installation.app, environment: installation.environment, kind: kind, token: token)
     }
 
-    /// Sets the registration's token and topics. Written for the common case, a new installation
+    /// Sets the registration's token and that token's topics (the other kind's are untouched). Written for the common case, a new installation
     /// with a new token: then it costs one insert per database (`insert` fails over to the
     /// update path when the key exists).
     private func register(_ registration: TokenRegistration, now: UInt64) throws(StoreError) {
@@ -147,15 +148,15 @@ struct RegistryUpdate: ~Copyable {
             new.app = registration.app
             new.environment = registration.environment
             new.setToken(registration.token, kind: registration.kind)
-            new.topics = registration.topics
+            new.setTopics(registration.topics, kind: registration.kind)
             new.updatedAt = now
             if let secretHash = registration.secretHash { new.secretHash = secretHash }
             try save(new)
         }
-        try claimToken(of: new, kind: registration.kind, now: now)
+        try claimToken(of: new, kind: registration.kind, registeredAt: registration.registeredAt, now: now)
 
         // A repeated registration (a daily re-sync) changes no index entry but registered-at.
-        if let old, old.app == new.app, old.environment == new.environment, old.topics == new.topics,
+        if let old, old.app == new.app, old.environment == new.environment, old.topics(registration.kind) == new.topics(registration.kind),
            old.token(registration.kind) == registration.token {
             return
         }
@@ -164,16 +165,23 @@ struct RegistryUpdate: ~Copyable {
         // longer has; the other kind's token moves along if the app or environment changed.
         if let old {
             let newTokenKeys = new.tokens.map { tokenKey(new, $0.kind, $0.token) }
+            // A token moving to another app or environment was not registered again: it keeps its time.
+            var movedTimes: [TokenKind: UInt64] = [:]
             for (kind, token) in old.tokens {
                 let oldKey = tokenKey(old, kind, token)
-                if !newTokenKeys.contains(oldKey) { try txn.delete(databases.tokens, oldKey) }
+                guard !newTokenKeys.contains(oldKey) else { continue }
+                if let value = try txn.get(databases.tokens, oldKey) {
+                    let (registeredAt, owner) = try StoreKeys.parseTokenValue(value)
+                    if owner == old.id { movedTimes[kind] = registeredAt }
+                }
+                try txn.delete(databases.tokens, oldKey)
             }
             let newEntries = allTopicEntries(new)
             for (topicKey, entry) in allTopicEntries(old) where !newEntries.contains(where: { $0.key == topicKey && $0.entry == entry }) {
                 try txn.delete(databases.topics, topicKey, value: entry)
             }
             for (kind, _) in new.tokens where kind != registration.kind && (old.app != new.app || old.environment != new.environment) {
-                try claimToken(of: new, kind: kind, now: now)
+                try claimToken(of: new, kind: kind, registeredAt: movedTimes[kind], now: now)
             }
         }
         for (topicKey, entry) in allTopicEntries(new) {
@@ -181,21 +189,30 @@ struct RegistryUpdate: ~Copyable {
         }
     }
 
-    /// Points the `tokens` entry of the installation's token of `kind` at it, registered `now`.
-    private func claimToken(of installation: Installation, kind: TokenKind, now: UInt64) throws(StoreError) {
+    /// Points the `tokens` entry of the installation's token of `kind` at it: see the other `claimToken`.
+    private func claimToken(of installation: Installation, kind: TokenKind, registeredAt: UInt64?, now: UInt64) throws(StoreError) {
         guard let token = installation.token(kind) else { return }
-        try claimToken(key: tokenKey(installation, kind, token), kind: kind, token: token, installationID: installation.id, now: now)
+        try claimToken(key: tokenKey(installation, kind, token), kind: kind, token: token, installationID: installation.id,
+                       registeredAt: registeredAt, now: now)
     }
 
-    /// (Re-)registering refreshes registered-at: a token registered after a 410 is alive again.
+    /// Records the token as registered at `registeredAt` when the registration says when (the
+    /// phone registering, or an import line carrying the time: a token registered after a 410 is
+    /// alive again). Without it, a token already in the index keeps its stored time and a new one
+    /// gets `now`: a re-sync that does not know when the phone registered must not make a dead
+    /// token look freshly registered, or 410 pruning would never remove it.
     /// A token belongs to one installation: a reinstall that got the same token takes it over.
-    private func claimToken(key: [UInt8], kind: TokenKind, token: [UInt8], installationID: String, now: UInt64) throws(StoreError) {
-        let value = StoreKeys.tokenValue(registeredAt: now, installationID: installationID)
-        guard let existing = try txn.insert(databases.tokens, key, value) else { return }
-        let owner = try StoreKeys.parseTokenValue(existing).installationID
+    private func claimToken(key: [UInt8], kind: TokenKind, token: [UInt8], installationID: String,
+                            registeredAt: UInt64?, now: UInt64) throws(StoreError) {
+        guard let existing = try txn.insert(databases.tokens, key, StoreKeys.tokenValue(registeredAt: registeredAt ?? now, installationID: installationID)) else {
+            return
+        }
+        let (storedAt, owner) = try StoreKeys.parseTokenValue(existing)
+        let time = registeredAt ?? storedAt
+        if owner == installationID && time == storedAt { return }
         if owner != installationID, let previous = try self.installation(owner), previous.token(kind) == token {
             try dropToken(of: previous, kind: kind)
         }
-        try txn.put(databases.tokens, key, value)
+        try txn.put(databases.tokens, key, StoreKeys.tokenValue(registeredAt: time, installationID: installationID))
     }
 }

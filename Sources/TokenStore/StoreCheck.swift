@@ -50,7 +50,7 @@ extension TokenStore {
                             } else {
                                 problem("the \(kind.name) token …\(TokenStore.tail(token)) of installation '\(id)' is missing from the token index")
                             }
-                            for topic in installation.topics {
+                            for topic in installation.topics(kind) {
                                 expectedTopicEntries += 1
                                 let topicKey = StoreKeys.topic(app: installation.app, environment: installation.environment,
                                                                topic: topic.name, tokenLength: token.count)

@@ -85,9 +85,21 @@ extension TokenStore {
     /// Calls `body` for every installation in id order, reading `chunk` at a time in short read
     /// transactions, so a long export neither pins old pages nor holds up a map growth.
     public func forEachInstallation(chunk: Int = 1000, _ body: (Installation) throws(StoreError) -> Void) throws(StoreError) {
+        try forEachInstallation(chunk: chunk, withTimes: false) { installation, _ throws(StoreError) in try body(installation) }
+    }
+
+    /// The same walk, with when each token was registered (from the token index, read in the
+    /// same transaction as the record): what an export writes.
+    public func forEachInstallationWithRegistrationTimes(chunk: Int = 1000,
+                                                         _ body: (Installation, RegistrationTimes) throws(StoreError) -> Void) throws(StoreError) {
+        try forEachInstallation(chunk: chunk, withTimes: true, body)
+    }
+
+    private func forEachInstallation(chunk: Int, withTimes: Bool,
+                                     _ body: (Installation, RegistrationTimes) throws(StoreError) -> Void) throws(StoreError) {
         var after: [UInt8]?
         while true {
-            let installations: [Installation] = try read { txn throws(StoreError) in
+            let installations: [(Installation, RegistrationTimes)] = try read { txn throws(StoreError) in
                 try txn.withCursor(databases.installations) { cursor throws(StoreError) in
                     var position: (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)?
                     if let after {
@@ -96,17 +108,25 @@ extension TokenStore {
                     } else {
                         position = try cursor.get(MDB_FIRST)
                     }
-                    var result: [Installation] = []
+                    var result: [(Installation, RegistrationTimes)] = []
                     while let (key, value) = position, result.count < chunk {
-                        result.append(try Installation(id: String(decoding: key, as: UTF8.self), decoding: value))
+                        let installation = try Installation(id: String(decoding: key, as: UTF8.self), decoding: value)
+                        var times = RegistrationTimes()
+                        for (kind, token) in installation.tokens where withTimes {
+                            let tokenKey = StoreKeys.token(app: installation.app, environment: installation.environment, kind: kind, token: token)
+                            guard let entry = try txn.get(databases.tokens, tokenKey) else { continue }
+                            let (registeredAt, owner) = try StoreKeys.parseTokenValue(entry)
+                            if owner == installation.id { times[kind] = registeredAt }
+                        }
+                        result.append((installation, times))
                         position = try cursor.get(MDB_NEXT)
                     }
                     return result
                 }
             }
-            for installation in installations { try body(installation) }
+            for (installation, times) in installations { try body(installation, times) }
             guard installations.count == chunk, let last = installations.last else { return }
-            after = Array(last.id.utf8)
+            after = Array(last.0.id.utf8)
         }
     }
 
@@ -115,5 +135,21 @@ extension TokenStore {
                           kind: TokenKind? = nil, after watermark: TopicWatermark? = nil, batch: Int = 4096) -> TopicScan {
         TopicScan(store: self, prefix: StoreKeys.topicPrefix(app: app, environment: environment, topic: topic),
                   level: level, kind: kind, watermark: watermark, batchSize: batch)
+    }
+}
+
+/// When each token of an installation was registered (ms since 1970), as the token index says.
+public struct RegistrationTimes: Sendable, Equatable {
+    public var pushToStart: UInt64?
+    public var device: UInt64?
+
+    public init(pushToStart: UInt64? = nil, device: UInt64? = nil) {
+        self.pushToStart = pushToStart
+        self.device = device
+    }
+
+    public subscript(kind: TokenKind) -> UInt64? {
+        get { kind == .pushToStart ? pushToStart : device }
+        set { if kind == .pushToStart { pushToStart = newValue } else { device = newValue } }
     }
 }

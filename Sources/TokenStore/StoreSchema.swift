@@ -17,7 +17,7 @@ struct StoreDatabases: Sendable {
 /// older store up to `currentVersion`. The version and a format marker live in `meta`, so a store
 /// from a newer Sokuho and an unrelated LMDB file are both refused with a clear message.
 enum StoreSchema {
-    static let currentVersion: UInt32 = 2
+    static let currentVersion: UInt32 = 3
     static let formatMarker = Array("sokuho-token-store".utf8)
     static let versionKey = Array("schema-version".utf8)
     static let formatKey = Array("format".utf8)
@@ -59,6 +59,21 @@ enum StoreSchema {
                     position = try cursor.get(MDB_NEXT)
                 }
             }
+        },
+        // The topic index already holds (kind, token) per entry: only the records change.
+        Migration(from: 2, summary: "give each token kind its own topics") { txn throws(StoreError) in
+            let installations = try txn.openDatabase("installations", flags: 0, create: false)!
+            let rewritten = try txn.withCursor(installations) { cursor throws(StoreError) in
+                var rewritten: [(key: [UInt8], value: [UInt8])] = []
+                var position = try cursor.get(MDB_FIRST)
+                while let (key, value) = position {
+                    let installation = try Installation(id: String(decoding: key, as: UTF8.self), decoding: value)
+                    rewritten.append((Array(key), installation.encoded))
+                    position = try cursor.get(MDB_NEXT)
+                }
+                return rewritten
+            }
+            for (key, value) in rewritten { try txn.put(installations, key, value) }
         },
     ]
 

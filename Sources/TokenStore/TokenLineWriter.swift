@@ -1,12 +1,14 @@
 import JSONCore
 
 /// Writes the lines `TokenLineParser` reads, in a fixed member order, so export → import →
-/// export gives the same bytes. `minLevel` is always written.
+/// export gives the same bytes. `minLevel` is always written, and `registeredAt` whenever the
+/// time is known (an export always knows it; `tokens generate` does not).
 public enum TokenLineWriter {
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
-    /// Appends one line (with its newline) for `installation`'s token of `kind` to `out`.
-    public static func append(_ installation: Installation, kind: TokenKind, to out: inout [UInt8]) {
+    /// Appends one line (with its newline) for `installation`'s token of `kind`, registered at
+    /// `registeredAt` (ms since 1970), to `out`.
+    public static func append(_ installation: Installation, kind: TokenKind, registeredAt: UInt64?, to out: inout [UInt8]) {
         guard let token = installation.token(kind) else { return }
         out.append(contentsOf: "{\"installationId\":".utf8)
         JSONWriter.appendQuoted(installation.id, to: &out)
@@ -21,8 +23,13 @@ public enum TokenLineWriter {
             out.append(hexDigits[Int(byte >> 4)])
             out.append(hexDigits[Int(byte & 0x0f)])
         }
-        out.append(contentsOf: "\",\"topics\":[".utf8)
-        for (index, topic) in installation.topics.enumerated() {
+        out.append(UInt8(ascii: "\""))
+        if let registeredAt {
+            out.append(contentsOf: ",\"registeredAt\":".utf8)
+            out.append(contentsOf: String(registeredAt).utf8)
+        }
+        out.append(contentsOf: ",\"topics\":[".utf8)
+        for (index, topic) in installation.topics(kind).enumerated() {
             if index > 0 { out.append(UInt8(ascii: ",")) }
             out.append(contentsOf: "{\"name\":".utf8)
             JSONWriter.appendQuoted(topic.name, to: &out)

@@ -10,9 +10,17 @@ public struct TokenRegistration: Sendable, Equatable {
     public var topics: [TopicSubscription]
     /// The new secret hash, or nil to keep the stored one.
     public var secretHash: [UInt8]?
+    /// When the phone registered the token (ms since 1970): what a 410's timestamp is compared
+    /// with. An import line carries it (an export writes it), and the store keeps exactly that
+    /// value. Nil means "not known here": a token new to the store is stamped with the
+    /// operation's time, and a token already stored keeps its stored time. A re-sync from another
+    /// system is not the phone registering again; stamping it "now" would make every 410 look
+    /// older than the registration, and no dead token would ever be pruned. The registration API
+    /// (the phone itself) passes the time of its request.
+    public var registeredAt: UInt64?
 
     public init(installationID: String, app: String, environment: PushEnvironment, kind: TokenKind,
-                token: [UInt8], topics: [TopicSubscription], secretHash: [UInt8]? = nil) {
+                token: [UInt8], topics: [TopicSubscription], secretHash: [UInt8]? = nil, registeredAt: UInt64? = nil) {
         self.installationID = installationID
         self.app = app
         self.environment = environment
@@ -20,6 +28,7 @@ public struct TokenRegistration: Sendable, Equatable {
         self.token = token
         self.topics = topics
         self.secretHash = secretHash
+        self.registeredAt = registeredAt
     }
 
     /// Checks every field against `StoreLimits`; the message names the field.

@@ -70,8 +70,8 @@ import Testing
         #expect(generated.split(separator: "\n").count == 300)
         // One installation with both kinds of token and two topics.
         let both = [
-            #"{"installationId":"both","app":"com.example.eew","environment":"production","kind":"device","token":"\#(Self.token(5))","topics":[{"name":"b","minLevel":0},{"name":"a","minLevel":2}]}"#,
-            #"{"installationId":"both","app":"com.example.eew","environment":"production","kind":"pushToStart","token":"\#(Self.token(6))","topics":[{"name":"b","minLevel":0},{"name":"a","minLevel":2}]}"#,
+            #"{"installationId":"both","app":"com.example.eew","environment":"production","kind":"device","token":"\#(Self.token(5))","registeredAt":1700000000001,"topics":[{"name":"b","minLevel":0},{"name":"a","minLevel":2}]}"#,
+            #"{"installationId":"both","app":"com.example.eew","environment":"production","kind":"pushToStart","token":"\#(Self.token(6))","registeredAt":0,"topics":[{"name":"b","minLevel":0},{"name":"a","minLevel":2}]}"#,
         ].joined(separator: "\n")
         let input = fixture.file("in.jsonl", generated + both + "\n")
         #expect(fixture.run(["tokens", "import", input, "--store", fixture.store]).0 == .success)
@@ -83,6 +83,31 @@ import Testing
         let exportFile = fixture.file("export.jsonl", exported)
         #expect(fixture.run(["tokens", "import", exportFile, "--store", second]).0 == .success)
         #expect(fixture.run(["tokens", "export", "--store", second]).1 == exported)
+        // Every exported line says when its token was registered (the generated ones: at the import).
+        #expect(exported.split(separator: "\n").allSatisfy { $0.contains(#"","registeredAt":"#) })
+    }
+
+    @Test func aReSyncWithoutRegisteredAtKeepsTheStoredTime() {
+        let fixture = CLIFixture()
+        let timed = Self.line("a", token: Self.token(1)).replacingOccurrences(#","topics""#, #","registeredAt":1234,"topics""#)
+        #expect(fixture.run(["tokens", "import", fixture.file("timed.jsonl", timed), "--store", fixture.store]).0 == .success)
+        #expect(fixture.run(["tokens", "import", fixture.file("untimed.jsonl", Self.line("a", token: Self.token(1), level: 4)), "--store", fixture.store]).0 == .success)
+        let (_, exported, _) = fixture.run(["tokens", "export", "--store", fixture.store])
+        #expect(exported == timed.replacingOccurrences(#""minLevel":3"#, #""minLevel":4"#) + "\n")
+    }
+
+    @Test func aBadRegisteredAtIsReportedWithItsLineAndField() {
+        let fixture = CLIFixture()
+        let input = fixture.file("in.jsonl", [
+            Self.line("a", token: Self.token(1)),
+            Self.line("b", token: Self.token(2)).replacingOccurrences(#","topics""#, #","registeredAt":-5,"topics""#),
+            Self.line("c", token: Self.token(3)).replacingOccurrences(#","topics""#, #","registeredAt":99999999999999,"topics""#),
+        ].joined(separator: "\n") + "\n")
+        let (code, out, err) = fixture.run(["tokens", "import", input, "--store", fixture.store])
+        #expect(code == .dataError)
+        #expect(out == "imported 1 of 3 lines (2 bad)\n")
+        #expect(err.contains("line 2: registeredAt must be a whole number of milliseconds since 1970 (0 or more) (column "), "\(err)")
+        #expect(err.contains("line 3: registeredAt (99999999999999 ms) is more than a day after now ("), "\(err)")
     }
 
     @Test func statsCountPerAppEnvironmentKindAndTopic() {
@@ -121,10 +146,10 @@ import Testing
         _ = fixture.run(["tokens", "import", fixture.file("in.jsonl", Self.line("a", token: Self.token(1))), "--store", fixture.store])
         let (code, out, _) = fixture.run(["store", "check", "--store", fixture.store])
         #expect(code == .success)
-        #expect(out == "ok: schema 2 (current 2), 1 installations, 1 tokens, 1 topic entries\n")
+        #expect(out == "ok: schema 3 (current 3), 1 installations, 1 tokens, 1 topic entries\n")
         let backup = fixture.directory + "/backup"
         #expect(fixture.run(["store", "backup", backup, "--store", fixture.store]).0 == .success)
-        #expect(fixture.run(["store", "check", "--json", "--store", backup]).1.hasPrefix(#"{"ok":true,"schemaVersion":2,"installations":1"#))
+        #expect(fixture.run(["store", "check", "--json", "--store", backup]).1.hasPrefix(#"{"ok":true,"schemaVersion":3,"installations":1"#))
         let (again, _, err) = fixture.run(["store", "backup", backup, "--store", fixture.store])
         #expect(again == .cantCreate)
         #expect(err.contains("already exists"))

@@ -10,7 +10,8 @@ import Testing
         let installation = try #require(try store.installation(id: "install-1"))
         #expect(installation.pushToStartToken == token(1))
         #expect(installation.deviceToken == nil)
-        #expect(installation.topics == [TopicSubscription(name: "region:301", minLevel: 3)])
+        #expect(installation.topics(.pushToStart) == [TopicSubscription(name: "region:301", minLevel: 3)])
+        #expect(installation.topics(.device).isEmpty)
         #expect(installation.createdAt == 1_000)
         let owner = try #require(try store.tokenOwner(app: "com.example.eew", environment: .sandbox, kind: .pushToStart, token: token(1)))
         #expect(owner.installationID == "install-1")
@@ -36,7 +37,7 @@ import Testing
         #expect(try store.check().isConsistent)
     }
 
-    @Test func bothKindsOfTokenShareTheInstallationsTopics() throws {
+    @Test func bothKindsOfTokenAreListedUnderTheTopicsTheyFollow() throws {
         let fixture = StoreFixture()
         let store = try fixture.open()
         try store.write([
@@ -45,6 +46,32 @@ import Testing
         ])
         #expect(Set(try store.targets("region:301")) == [token(1), token(2)])
         #expect(try store.targets("region:301", kind: .device) == [token(2)])
+        #expect(try store.check().isConsistent)
+    }
+
+    @Test func aDeviceLineWithNoTopicsLeavesThePushToStartTokensTopics() throws {
+        let fixture = StoreFixture()
+        let store = try fixture.open()
+        let topics = [TopicSubscription(name: "region:301", minLevel: 3), TopicSubscription(name: "region:302")]
+        try store.write([
+            .register(registration("install-1", token(1), kind: .pushToStart, topics: topics), at: 1_000),
+            .register(registration("install-1", token(2), kind: .device, topics: topics), at: 1_000),
+        ])
+        try store.write([.register(registration("install-1", token(2), kind: .device, topics: []), at: 2_000)])
+        let installation = try #require(try store.installation(id: "install-1"))
+        #expect(installation.topics(.pushToStart) == topics)
+        #expect(installation.topics(.device).isEmpty)
+        #expect(try store.targets("region:301") == [token(1)])
+        #expect(try store.targets("region:302", kind: .pushToStart) == [token(1)])
+        #expect(try store.targets("region:302", kind: .device).isEmpty)
+        // A device line with other topics changes the device token's alone.
+        try store.write([.register(registration("install-1", token(2), kind: .device, topics: [TopicSubscription(name: "c")]), at: 3_000)])
+        #expect(try store.installation(id: "install-1")?.topics(.pushToStart) == topics)
+        #expect(try store.targets("c") == [token(2)])
+        // A token pruned by a 410 takes its topics with it; the other kind's stay.
+        try store.write([.removeToken(app: "com.example.eew", environment: .sandbox, kind: .device, token: token(2), registeredBefore: nil)])
+        #expect(try store.installation(id: "install-1")?.topics(.device) == [])
+        #expect(try store.installation(id: "install-1")?.topics(.pushToStart) == topics)
         #expect(try store.check().isConsistent)
     }
 
@@ -95,6 +122,84 @@ import Testing
         let swept = try store.write([.sweepExpired(now: 6_000, installationMaxAge: 1_000_000)])
         #expect(swept == [.swept(SweepCounts(installations: 1))])
         #expect(try store.installation(id: "install-1") == nil)
+    }
+
+    @Test func aRegistrationWithoutATimeKeepsTheStoredTimeOfItsToken() throws {
+        let fixture = StoreFixture()
+        let store = try fixture.open()
+        let owner = { (seed: Int) throws -> UInt64? in
+            try store.tokenOwner(app: "com.example.eew", environment: .sandbox, kind: .pushToStart, token: token(seed))?.registeredAt
+        }
+        try store.write([.register(registration("install-1", token(1)), at: 1_000)])
+        #expect(try owner(1) == 1_000)
+        // A re-sync that does not say when: one by one, and as a sorted batch (an import).
+        try store.write([.register(registration("install-1", token(1), topics: [TopicSubscription(name: "b")]), at: 9_000)])
+        #expect(try owner(1) == 1_000)
+        let resync = (0..<RegistryUpdate.minimumSortedRun).map { WriteOperation.register(registration("r\($0)", token(100 + $0)), at: 2_000) }
+        try store.write(resync)
+        try store.write(resync.map { operation in
+            guard case let .register(registration, _) = operation else { return operation }
+            return .register(registration, at: 8_000)
+        } + [.register(registration("install-1", token(1)), at: 8_000)])
+        #expect(try owner(1) == 1_000)
+        #expect(try (0..<RegistryUpdate.minimumSortedRun).allSatisfy { try owner(100 + $0) == 2_000 })
+        // A stated time is kept exactly, earlier or later than the stored one.
+        var timed = registration("install-1", token(1))
+        timed.registeredAt = 500
+        try store.write([.register(timed, at: 9_500)])
+        #expect(try owner(1) == 500)
+        timed.registeredAt = 7_000
+        try store.write([.register(timed, at: 9_600)])
+        #expect(try owner(1) == 7_000)
+        // A token new to the store, without a time, is registered at the operation's time.
+        try store.write([.register(registration("install-1", token(2)), at: 9_700)])
+        #expect(try owner(2) == 9_700)
+        #expect(try store.check().isConsistent)
+    }
+
+    @Test func aReimportedExportKeepsRegistrationTimesSo410PruningStillWorks() throws {
+        let source = StoreFixture(), target = StoreFixture()
+        let original = try source.open(), copy = try target.open()
+        try original.write([
+            .register(registration("early", token(1)), at: 1_000),
+            .register(registration("late", token(2)), at: 6_000),
+            .register(registration("late", token(3), kind: .device), at: 7_000),
+        ])
+        var exported: [UInt8] = []
+        try original.forEachInstallationWithRegistrationTimes { installation, times throws(StoreError) in
+            for kind in TokenKind.allCases { TokenLineWriter.append(installation, kind: kind, registeredAt: times[kind], to: &exported) }
+        }
+        let lines = String(decoding: exported, as: UTF8.self).split(separator: "\n").map(String.init)
+        #expect(lines.count == 3)
+        // Imported long after, and re-synced again later: the phone's times survive both.
+        for at: UInt64 in [50_000, 60_000] {
+            try copy.write(try lines.map { .register(try TokenLineParser.parse($0, now: at), at: at) })
+        }
+        #expect(try copy.tokenOwner(app: "com.example.eew", environment: .sandbox, kind: .pushToStart, token: token(1))?.registeredAt == 1_000)
+        #expect(try copy.tokenOwner(app: "com.example.eew", environment: .sandbox, kind: .device, token: token(3))?.registeredAt == 7_000)
+        // A 410 saying the tokens died at 5 000 ms removes the one registered before and keeps the other.
+        let remove = { (seed: Int) throws -> [WriteOutcome] in
+            try copy.write([.removeToken(app: "com.example.eew", environment: .sandbox, kind: .pushToStart, token: token(seed), registeredBefore: 5_000)])
+        }
+        #expect(try remove(1) == [.tokenRemoved(true)])
+        #expect(try remove(2) == [.tokenRemoved(false)])
+        #expect(try copy.targets("region:301", kind: .pushToStart) == [token(2)])
+        #expect(try copy.check().isConsistent)
+    }
+
+    @Test func aTokenMovedToAnotherEnvironmentAlongsideItsSiblingKeepsItsTime() throws {
+        let fixture = StoreFixture()
+        let store = try fixture.open()
+        try store.write([
+            .register(registration("install-1", token(1)), at: 1_000),
+            .register(registration("install-1", token(2), kind: .device), at: 2_000),
+        ])
+        var moved = registration("install-1", token(1))
+        moved.environment = .production
+        try store.write([.register(moved, at: 9_000)])
+        #expect(try store.tokenOwner(app: "com.example.eew", environment: .production, kind: .device, token: token(2))?.registeredAt == 2_000)
+        #expect(try store.tokenOwner(app: "com.example.eew", environment: .sandbox, kind: .device, token: token(2)) == nil)
+        #expect(try store.check().isConsistent)
     }
 
     @Test func sweepRemovesExpiredActivitiesStaleInstallationsAndOldEvents() throws {
@@ -230,7 +335,7 @@ import Testing
         let (store, fixture) = try expectSameAsOneByOne(initial: [], batch: batch, ids: (0..<80).map { "n\($0)" } + ["x1", "x2"])
         defer { withExtendedLifetime(fixture) {} }
         #expect(try store.installation(id: "n3")?.pushToStartToken == token(7002))
-        #expect(try store.installation(id: "n3")?.topics == [TopicSubscription(name: "b", minLevel: 2)])
+        #expect(try store.installation(id: "n3")?.topics(.pushToStart) == [TopicSubscription(name: "b", minLevel: 2)])
         #expect(try store.installation(id: "x1")?.pushToStartToken == nil)
         #expect(try store.tokenOwner(app: "com.example.eew", environment: .sandbox, kind: .pushToStart, token: token(8000))?.installationID == "x2")
     }

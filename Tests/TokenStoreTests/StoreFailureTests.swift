@@ -87,6 +87,53 @@ import Testing
         #expect(try store.check().isConsistent)
     }
 
+    @Test func aSchema2StoreIsMigratedSoEachTokenKeepsFollowingTheSharedTopics() throws {
+        let fixture = StoreFixture()
+        let topics = [TopicSubscription(name: "region:301", minLevel: 3), TopicSubscription(name: "b")]
+        do {
+            // A schema 2 store: one installation with both tokens and one shared (layout 1) topic
+            // list, one with a push-to-start token only, and their index entries.
+            let store = try fixture.open()
+            try store.write([
+                .register(registration("both", token(1), topics: topics), at: 1_000),
+                .register(registration("both", token(2), kind: .device, topics: topics), at: 1_000),
+                .register(registration("one", token(3), topics: topics), at: 1_000),
+            ])
+            store.close()
+        }
+        do {
+            let environment = try LMDBEnvironment(directory: fixture.directory, mapSize: 1 << 24, readOnly: false)
+            let txn = try environment.begin(readOnly: false)
+            let installations = try txn.openDatabase("installations", flags: 0, create: false)!
+            for (id, device) in [("both", token(2)), ("one", [])] as [(String, [UInt8])] {
+                var layout1 = RecordWriter()
+                layout1.uint8(1)
+                layout1.string("com.example.eew")
+                layout1.uint8(PushEnvironment.sandbox.rawValue)
+                layout1.data([])
+                layout1.data(token(id == "both" ? 1 : 3))
+                layout1.data(device)
+                layout1.uint64(1_000)
+                layout1.uint64(1_000)
+                layout1.length(topics.count)
+                for topic in topics { layout1.string(topic.name); layout1.uint8(topic.minLevel) }
+                try txn.put(installations, Array(id.utf8), layout1.bytes)
+            }
+            let meta = try txn.openDatabase("meta", flags: 0, create: false)!
+            try txn.put(meta, StoreSchema.versionKey, [0, 0, 0, 2])
+            try txn.commit()
+        }
+        let store = try fixture.open()
+        #expect(try store.schemaVersion == 3)
+        let both = try #require(try store.installation(id: "both"))
+        #expect(both.topics(.pushToStart) == topics && both.topics(.device) == topics)
+        #expect(try store.installation(id: "one")?.topics(.device) == [])
+        #expect(try store.check().isConsistent)
+        // Every record was rewritten in the new layout.
+        let raw = try store.read { txn throws(StoreError) in try txn.get(store.databases.installations, Array("both".utf8)).map(Array.init) }
+        #expect(raw?.first == Installation.layoutVersion)
+    }
+
     @Test func aWriterWaitsForAnotherProcessThenFailsClearly() throws {
         let fixture = StoreFixture()
         _ = try fixture.open()

@@ -77,6 +77,39 @@ import Testing
         }
     }
 
+    @Test func registeredAtIsOptionalAndReadAsExactMilliseconds() throws {
+        #expect(try TokenLineParser.parse(line).registeredAt == nil)
+        let timed = line.replacingOccurrences(#","topics""#, #","registeredAt":1717000000123,"topics""#)
+        #expect(try TokenLineParser.parse(timed, now: 1_717_000_000_000).registeredAt == 1_717_000_000_123)
+        let first = line.replacingOccurrences(#"{"installationId""#, #"{"registeredAt":0,"installationId""#)
+        #expect(try TokenLineParser.parse(first, now: 1_717_000_000_000).registeredAt == 0)
+        // Up to a day ahead of now is clock skew, not a mistake.
+        let skewed = line.replacingOccurrences(#","topics""#, #","registeredAt":1717086400000,"topics""#)
+        #expect(try TokenLineParser.parse(skewed, now: 1_717_000_000_000).registeredAt == 1_717_086_400_000)
+    }
+
+    @Test func aBadRegisteredAtIsRefusedNamingTheField() {
+        let now: UInt64 = 1_717_000_000_000
+        func failure(_ value: String) -> String? {
+            do {
+                _ = try TokenLineParser.parse(line.replacingOccurrences(#","topics""#, #","registeredAt":\#(value),"topics""#), now: now)
+                return nil
+            } catch { return error.message }
+        }
+        for value in ["-1", "1.5", "1e3", "017", #""1717000000000""#, "null", "true"] {
+            let message = failure(value)
+            #expect(message?.hasPrefix("registeredAt must be a whole number of milliseconds since 1970") == true, "\(value) → \(message ?? "accepted")")
+        }
+        // A day and a millisecond ahead, microseconds, and more than 64 bits.
+        for value in ["1717086400001", "1717000000000000", "99999999999999999999999"] {
+            let message = failure(value)
+            #expect(message?.contains("registeredAt") == true && message?.contains("is more than a day after now") == true,
+                    "\(value) → \(message ?? "accepted")")
+        }
+        let twice = line.replacingOccurrences(#","topics""#, #","registeredAt":1,"registeredAt":2,"topics""#)
+        #expect(self.failure(twice)?.contains(#"field "registeredAt" appears twice"#) == true)
+    }
+
     @Test func theMessageCarriesTheColumnAndNeverTheToken() {
         let bad = line.replacingOccurrences("pushToStart", "alert")
         do {
@@ -95,21 +128,25 @@ import Testing
 
     @Test func writtenLinesParseBackToTheSameInstallation() throws {
         var installation = Installation(id: "in\"stall\\1", app: "com.example.eew", environment: .production,
-                                        topics: [TopicSubscription(name: "東京", minLevel: 5), TopicSubscription(name: "b")],
+                                        pushToStartTopics: [TopicSubscription(name: "a", minLevel: 1)],
+                                        deviceTopics: [TopicSubscription(name: "東京", minLevel: 5), TopicSubscription(name: "b")],
                                         createdAt: 0, updatedAt: 0)
         installation.setToken(Array(0..<32), kind: .device)
         installation.setToken(Array(100..<164), kind: .pushToStart)
         var bytes: [UInt8] = []
-        TokenLineWriter.append(installation, kind: .pushToStart, to: &bytes)
-        TokenLineWriter.append(installation, kind: .device, to: &bytes)
+        TokenLineWriter.append(installation, kind: .pushToStart, registeredAt: 1_717_000_000_123, to: &bytes)
+        TokenLineWriter.append(installation, kind: .device, registeredAt: nil, to: &bytes)
         let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n").map(String.init)
         #expect(lines.count == 2)
         let first = try TokenLineParser.parse(lines[0])
         let second = try TokenLineParser.parse(lines[1])
         #expect(first.installationID == installation.id && first.kind == .pushToStart && first.token == Array(100..<164))
         #expect(second.kind == .device && second.token == Array(0..<32) && second.environment == .production)
-        #expect(second.topics == installation.topics)
+        #expect(first.topics == installation.topics(.pushToStart) && second.topics == installation.topics(.device))
         #expect(lines[1].contains(#""token":"000102"#))
+        // The time is written when known, and read back exactly.
+        #expect(first.registeredAt == 1_717_000_000_123 && lines[0].contains(#","registeredAt":1717000000123,"topics":["#))
+        #expect(second.registeredAt == nil && !lines[1].contains("registeredAt"))
     }
 }
 
