@@ -167,8 +167,6 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
         if delayedHead < delayed.count { loop.arm(delayTimer, at: delayed[delayedHead].due) }
     }
 
-    var hasDelayedResponses: Bool { delayedHead < delayed.count }
-
     // MARK: EventLoopSource
 
     public func prepare(now: MonotonicInstant) -> Bool {
