@@ -41,6 +41,9 @@ public final class EventLoop: @unchecked Sendable {
     private let stopping = Atomic<Bool>(false)
     private var threadID = pthread_t()
     public let name: String
+    /// Turns taken so far (any thread may read it): an idle loop takes none, so a test or a metric
+    /// can tell sleeping from spinning.
+    public let turns = Atomic<Int>(0)
 
     public init(name: String = "sokuho-loop") {
         self.name = name
@@ -126,6 +129,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func turn(_ events: inout [epoll_event]) {
+        turns.add(1, ordering: .relaxed)
         let work = pending.withLock { queue -> [@Sendable () -> Void] in
             if queue.isEmpty { return [] }
             defer { queue.removeAll(keepingCapacity: true) }

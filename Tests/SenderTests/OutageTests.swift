@@ -399,3 +399,61 @@ final class TimedSink: PushOutcomeSink, @unchecked Sendable {
         #expect(simulator.counters.rejectedTotal == 0, "\(simulator.counters.rejected)")
     }
 }
+
+/// The loops sleep until I/O or their next timer: no periodic tick, and no timer re-armed into the
+/// past (which would spin a core while the pool waits).
+@Suite(.serialized) struct IdleLoopTests {
+    func pool(port: Int, connections: Int = 2) throws -> PoolConfiguration {
+        let certificates = PoolFaultTests.certificates
+        var pool = PoolConfiguration(host: "127.0.0.1", port: port, tls: try TLSConfiguration.client(caFile: certificates.ca))
+        pool.connections = connections
+        pool.threads = 1
+        let key = try SigningKey(contentsOf: certificates.providerKey)
+        pool.providerTokens = ProviderTokenSource(signer: try ProviderTokenSigner(key: key, keyID: SimulatorCertificates.keyID,
+                                                                                  teamID: SimulatorCertificates.teamID))
+        return pool
+    }
+
+    /// Turns the pool's loop takes during `seconds` of waiting.
+    func turns(of sender: ConnectionPool, over seconds: Double) -> Int {
+        let before = sender.loopTurns
+        usleep(UInt32(seconds * 1_000_000))
+        return sender.loopTurns - before
+    }
+
+    @Test("a pool with open connections and nothing to send takes no loop turns (it sleeps, it does not tick)")
+    func anIdlePoolSleeps() throws {
+        var configuration = SimulatorConfiguration()
+        configuration.trustedKeys = [try PoolFaultTests.certificates.trustedTestKey()]
+        let simulator = try APNsSimulator(configuration: configuration, certificates: PoolFaultTests.certificates)
+        defer { simulator.stop() }
+        let sender = ConnectionPool(configuration: try pool(port: simulator.port))
+        defer { sender.shutdown() }
+        let group = PushGroup(label: "x", headers: OutageRun.startGroupHeaders, body: OutageRun.body, resendUnknown: false)
+        sender.send((0..<500).map { PushJob(token: PoolFaultTests.token($0), group: group, id: UInt64($0)) })
+        #expect(sender.waitUntilFinished(timeout: .seconds(20)))
+        #expect(sender.statistics().counters[.delivered] == 500)
+        let idle = turns(of: sender, over: 1)
+        #expect(idle <= 3, "\(idle) loop turns in an idle second (a 20 ms tick would take 50)")
+    }
+
+    @Test("a pool whose server went away sleeps between reconnects while its pushes wait for their deadline")
+    func anOutageDoesNotSpin() throws {
+        var configuration = SimulatorConfiguration()
+        configuration.trustedKeys = [try PoolFaultTests.certificates.trustedTestKey()]
+        configuration.latency = .milliseconds(20)
+        let simulator = try APNsSimulator(configuration: configuration, certificates: PoolFaultTests.certificates)
+        let sender = ConnectionPool(configuration: try pool(port: simulator.port))
+        defer { sender.shutdown() }
+        let group = PushGroup(label: "x", headers: OutageRun.startGroupHeaders, body: OutageRun.body,
+                              deadline: .now() + .seconds(6), resendUnknown: true)
+        sender.send((0..<40_000).map { PushJob(token: PoolFaultTests.token($0), group: group, id: UInt64($0)) })
+        usleep(300_000)
+        simulator.stop()
+        usleep(1_500_000)  // in-flight streams fail, reconnects start failing with back-off
+        let during = turns(of: sender, over: 2)
+        #expect(during <= 40, "\(during) loop turns in 2 s of outage: the loop must sleep between back-offs")
+        #expect(sender.waitUntilFinished(timeout: .seconds(15)))
+        #expect(sender.statistics().counters.finished == 40_000)
+    }
+}
