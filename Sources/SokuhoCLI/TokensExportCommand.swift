@@ -1,3 +1,4 @@
+import APNs
 import TokenStore
 
 /// `sokuho tokens export`: every token as the JSON lines `tokens import` reads, in installation

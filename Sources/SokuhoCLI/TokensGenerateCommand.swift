@@ -1,3 +1,4 @@
+import APNs
 import TokenStore
 
 /// `sokuho tokens generate`: a synthetic import file, so the token store benchmarks in the README
@@ -27,7 +28,7 @@ enum TokensGenerateCommand {
             let levels = try invocation.int("--levels", in: 1...256) ?? 1
             let seed = try invocation.int("--seed", in: 0...Int.max) ?? 1
             let app = invocation.string("--app") ?? "com.example.eew"
-            let environment = PushEnvironment(name: try invocation.choice("--environment", ["production", "sandbox"]) ?? "sandbox")!
+            let environment = Environment(rawValue: try invocation.choice("--environment", ["production", "sandbox"]) ?? "sandbox")!
             let kind = TokenKind(name: try invocation.choice("--kind", ["pushToStart", "device"]) ?? "pushToStart")!
             var random = SplitMix64(seed: UInt64(seed))
             var buffer: [UInt8] = []

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import APNs
 import JSONCore
 import TokenStore
 
@@ -23,7 +24,7 @@ enum TokensTargetsCommand {
         run: { invocation throws(CLIError) in
             let app = try invocation.required("--app")
             let topic = try invocation.required("--topic")
-            let environment = PushEnvironment(name: try invocation.choice("--environment", ["production", "sandbox"]) ?? "production")!
+            let environment = Environment(rawValue: try invocation.choice("--environment", ["production", "sandbox"]) ?? "production")!
             let level = UInt8(try invocation.int("--level", in: 0...255) ?? 255)
             let batchSize = try invocation.int("--batch", in: 1...1_000_000) ?? 4096
             let store = try StoreAccess.open(invocation, readOnly: true)

@@ -1,10 +1,11 @@
+import APNs
 /// A running Live Activity on one phone, known by the update token iOS gave it (iOS 17 updates
 /// go per activity). It lives at most 8 hours: iOS ends an activity after that, so the record
 /// expires then at the latest and is swept.
 public struct ActivityRecord: Sendable, Equatable {
     public var id: String
     public var app: String
-    public var environment: PushEnvironment
+    public var environment: Environment
     public var updateToken: [UInt8]
     /// The event the activity shows (its updates and end go to this token).
     public var eventKey: String
@@ -14,7 +15,7 @@ public struct ActivityRecord: Sendable, Equatable {
     public private(set) var expiresAt: UInt64
 
     /// `expiresAt` is clamped to `startedAt` + 8 hours.
-    public init(id: String, app: String, environment: PushEnvironment, updateToken: [UInt8], eventKey: String,
+    public init(id: String, app: String, environment: Environment, updateToken: [UInt8], eventKey: String,
                 startedAt: UInt64, expiresAt: UInt64? = nil) {
         self.id = id
         self.app = app
@@ -36,7 +37,7 @@ public struct ActivityRecord: Sendable, Equatable {
     var encoded: [UInt8] {
         var writer = RecordWriter()
         writer.string(app)
-        writer.uint8(environment.rawValue)
+        writer.uint8(environment.storeByte)
         writer.data(updateToken)
         writer.string(eventKey)
         writer.uint64(startedAt)

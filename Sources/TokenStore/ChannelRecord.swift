@@ -1,3 +1,4 @@
+import APNs
 /// A broadcast channel (iOS 18+) Sokuho created for a group ("region:301", "election-2026"):
 /// APNs knows it by `channelID`; Sokuho looks it up by the group's name.
 public struct ChannelRecord: Sendable, Equatable {
@@ -8,12 +9,12 @@ public struct ChannelRecord: Sendable, Equatable {
     }
 
     public var app: String
-    public var environment: PushEnvironment
+    public var environment: Environment
     public var name: String
     public var channelID: String
     public var storagePolicy: StoragePolicy
 
-    public init(app: String, environment: PushEnvironment, name: String, channelID: String, storagePolicy: StoragePolicy) {
+    public init(app: String, environment: Environment, name: String, channelID: String, storagePolicy: StoragePolicy) {
         self.app = app
         self.environment = environment
         self.name = name
@@ -36,7 +37,7 @@ public struct ChannelRecord: Sendable, Equatable {
         return writer.bytes
     }
 
-    init(app: String, environment: PushEnvironment, name: String, decoding bytes: UnsafeRawBufferPointer) throws(StoreError) {
+    init(app: String, environment: Environment, name: String, decoding bytes: UnsafeRawBufferPointer) throws(StoreError) {
         var reader = RecordReader(bytes, what: "channel '\(name)'")
         self.app = app
         self.environment = environment

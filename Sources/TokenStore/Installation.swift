@@ -1,10 +1,11 @@
+import APNs
 /// One app install on one phone: its tokens, the topics each token follows and when it was last
 /// heard from. Topics belong to a token kind (a registration of one kind replaces that kind's
 /// topics only), so a device line cannot silently unsubscribe the push-to-start token.
 public struct Installation: Sendable, Equatable {
     public var id: String
     public var app: String
-    public var environment: PushEnvironment
+    public var environment: Environment
     /// SHA-256 of the secret the app uses to authenticate to the registration API (empty: none).
     public var secretHash: [UInt8]
     public var pushToStartToken: [UInt8]?
@@ -17,7 +18,7 @@ public struct Installation: Sendable, Equatable {
     /// Milliseconds since 1970; an installation not refreshed for long is swept.
     public var updatedAt: UInt64
 
-    public init(id: String, app: String, environment: PushEnvironment, secretHash: [UInt8] = [],
+    public init(id: String, app: String, environment: Environment, secretHash: [UInt8] = [],
                 pushToStartToken: [UInt8]? = nil, deviceToken: [UInt8]? = nil,
                 pushToStartTopics: [TopicSubscription] = [], deviceTopics: [TopicSubscription] = [],
                 createdAt: UInt64, updatedAt: UInt64) {
@@ -64,7 +65,7 @@ public struct Installation: Sendable, Equatable {
         var writer = RecordWriter(capacity: 128)
         writer.uint8(Installation.layoutVersion)
         writer.string(app)
-        writer.uint8(environment.rawValue)
+        writer.uint8(environment.storeByte)
         writer.data(secretHash)
         writer.data(pushToStartToken ?? [])
         writer.data(deviceToken ?? [])

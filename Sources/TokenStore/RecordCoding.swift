@@ -1,3 +1,4 @@
+import APNs
 /// The byte layout of stored records: fixed-width big-endian integers and length-prefixed byte
 /// strings (LEB128 lengths). Big-endian so that numeric keys sort in numeric order.
 struct RecordWriter {
@@ -79,8 +80,8 @@ struct RecordReader {
         return Array(buffer[offset..<offset + count])
     }
 
-    mutating func environment() throws(StoreError) -> PushEnvironment {
-        guard let environment = PushEnvironment(rawValue: try uint8()) else {
+    mutating func environment() throws(StoreError) -> Environment {
+        guard let environment = Environment(storeByte: try uint8()) else {
             throw StoreError.corrupt(path: "", detail: "\(what) has an unknown environment")
         }
         return environment

@@ -1,3 +1,4 @@
+import APNs
 import CLMDB
 
 /// The removing half of `RegistryUpdate`: a token dropped from its installation (rotation, a
@@ -22,7 +23,7 @@ extension RegistryUpdate {
         }
     }
 
-    func removeToken(app: String, environment: PushEnvironment, kind: TokenKind, token: [UInt8],
+    func removeToken(app: String, environment: Environment, kind: TokenKind, token: [UInt8],
                              registeredBefore: UInt64?) throws(StoreError) -> Bool {
         let key = StoreKeys.token(app: app, environment: environment, kind: kind, token: token)
         guard let value = try txn.get(databases.tokens, key) else { return false }

@@ -1,3 +1,4 @@
+import APNs
 import CLMDB
 import Glibc
 

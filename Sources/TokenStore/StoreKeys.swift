@@ -1,34 +1,35 @@
+import APNs
 /// Key layouts of the databases. Names end with a NUL (names never contain one), so a prefix scan
 /// of "region:30" never runs into "region:301"; numbers are big-endian so they sort numerically.
 enum StoreKeys {
     /// `tokens`: app NUL environment kind token → registered-at (u64) + installation id.
-    static func token(app: String, environment: PushEnvironment, kind: TokenKind, token: [UInt8]) -> [UInt8] {
+    static func token(app: String, environment: Environment, kind: TokenKind, token: [UInt8]) -> [UInt8] {
         var key = [UInt8]()
         key.reserveCapacity(app.utf8.count + 3 + token.count)
         key.append(contentsOf: app.utf8)
         key.append(0)
-        key.append(environment.rawValue)
+        key.append(environment.storeByte)
         key.append(kind.rawValue)
         key.append(contentsOf: token)
         return key
     }
 
     /// The parts of a `tokens` key.
-    static func parseToken(_ key: UnsafeRawBufferPointer) -> (app: String, environment: PushEnvironment, kind: TokenKind, token: [UInt8])? {
+    static func parseToken(_ key: UnsafeRawBufferPointer) -> (app: String, environment: Environment, kind: TokenKind, token: [UInt8])? {
         guard let nul = key.firstIndex(of: 0), key.count > nul + 2,
-              let environment = PushEnvironment(rawValue: key[nul + 1]),
+              let environment = Environment(storeByte: key[nul + 1]),
               let kind = TokenKind(rawValue: key[nul + 2]) else { return nil }
         return (String(decoding: key[..<nul], as: UTF8.self), environment, kind, Array(key[(nul + 3)...]))
     }
 
     /// `topics` without the token length: app NUL environment topic NUL. Every key of one topic
     /// starts with this and adds one byte.
-    static func topicPrefix(app: String, environment: PushEnvironment, topic: String) -> [UInt8] {
+    static func topicPrefix(app: String, environment: Environment, topic: String) -> [UInt8] {
         var key = [UInt8]()
         key.reserveCapacity(app.utf8.count + topic.utf8.count + 4)
         key.append(contentsOf: app.utf8)
         key.append(0)
-        key.append(environment.rawValue)
+        key.append(environment.storeByte)
         key.append(contentsOf: topic.utf8)
         key.append(0)
         return key
@@ -36,14 +37,14 @@ enum StoreKeys {
 
     /// `topics` (DUPSORT + DUPFIXED): topic prefix + token length → duplicates of `topicEntry`.
     /// The length is in the key because DUPFIXED needs equal-size duplicates per key.
-    static func topic(app: String, environment: PushEnvironment, topic: String, tokenLength: Int) -> [UInt8] {
+    static func topic(app: String, environment: Environment, topic: String, tokenLength: Int) -> [UInt8] {
         topicPrefix(app: app, environment: environment, topic: topic) + [UInt8(tokenLength)]
     }
 
     /// The parts of a `topics` key.
-    static func parseTopic(_ key: UnsafeRawBufferPointer) -> (app: String, environment: PushEnvironment, topic: String)? {
+    static func parseTopic(_ key: UnsafeRawBufferPointer) -> (app: String, environment: Environment, topic: String)? {
         guard let nul = key.firstIndex(of: 0), key.count > nul + 3, key[key.count - 2] == 0,
-              let environment = PushEnvironment(rawValue: key[nul + 1]) else { return nil }
+              let environment = Environment(storeByte: key[nul + 1]) else { return nil }
         return (String(decoding: key[..<nul], as: UTF8.self), environment,
                 String(decoding: key[(nul + 2)..<(key.count - 2)], as: UTF8.self))
     }
@@ -60,17 +61,17 @@ enum StoreKeys {
     }
 
     /// `channels`: app NUL environment name.
-    static func channel(app: String, environment: PushEnvironment, name: String) -> [UInt8] {
+    static func channel(app: String, environment: Environment, name: String) -> [UInt8] {
         var key = Array(app.utf8)
         key.append(0)
-        key.append(environment.rawValue)
+        key.append(environment.storeByte)
         key.append(contentsOf: name.utf8)
         return key
     }
 
-    static func parseChannel(_ key: UnsafeRawBufferPointer) -> (app: String, environment: PushEnvironment, name: String)? {
+    static func parseChannel(_ key: UnsafeRawBufferPointer) -> (app: String, environment: Environment, name: String)? {
         guard let nul = key.firstIndex(of: 0), key.count > nul + 1,
-              let environment = PushEnvironment(rawValue: key[nul + 1]) else { return nil }
+              let environment = Environment(storeByte: key[nul + 1]) else { return nil }
         return (String(decoding: key[..<nul], as: UTF8.self), environment, String(decoding: key[(nul + 2)...], as: UTF8.self))
     }
 

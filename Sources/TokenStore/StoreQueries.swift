@@ -1,3 +1,4 @@
+import APNs
 import CLMDB
 
 /// The store's lookups: records by key, the activities of an event, channels, a paged walk over
@@ -11,7 +12,7 @@ extension TokenStore {
     }
 
     /// Who holds a token, and since when (ms): what a 410's timestamp is compared with.
-    public func tokenOwner(app: String, environment: PushEnvironment, kind: TokenKind, token: [UInt8]) throws(StoreError)
+    public func tokenOwner(app: String, environment: Environment, kind: TokenKind, token: [UInt8]) throws(StoreError)
         -> (installationID: String, registeredAt: UInt64)? {
         try read { txn throws(StoreError) in
             let key = StoreKeys.token(app: app, environment: environment, kind: kind, token: token)
@@ -52,7 +53,7 @@ extension TokenStore {
     }
 
     /// The channels of an app in an environment, by name.
-    public func channels(app: String, environment: PushEnvironment) throws(StoreError) -> [ChannelRecord] {
+    public func channels(app: String, environment: Environment) throws(StoreError) -> [ChannelRecord] {
         try read { txn throws(StoreError) in
             let prefix = StoreKeys.channel(app: app, environment: environment, name: "")
             return try txn.withCursor(databases.channels) { cursor throws(StoreError) in
@@ -68,7 +69,7 @@ extension TokenStore {
         }
     }
 
-    public func channel(app: String, environment: PushEnvironment, name: String) throws(StoreError) -> ChannelRecord? {
+    public func channel(app: String, environment: Environment, name: String) throws(StoreError) -> ChannelRecord? {
         try read { txn throws(StoreError) in
             guard let bytes = try txn.get(databases.channels, StoreKeys.channel(app: app, environment: environment, name: name)) else { return nil }
             return try ChannelRecord(app: app, environment: environment, name: name, decoding: bytes)
@@ -131,7 +132,7 @@ extension TokenStore {
     }
 
     /// Streams the targets of an event of `level` on `topic`: see `TopicScan`.
-    public func scanTopic(app: String, environment: PushEnvironment, topic: String, level: UInt8,
+    public func scanTopic(app: String, environment: Environment, topic: String, level: UInt8,
                           kind: TokenKind? = nil, after watermark: TopicWatermark? = nil, batch: Int = 4096) -> TopicScan {
         TopicScan(store: self, prefix: StoreKeys.topicPrefix(app: app, environment: environment, topic: topic),
                   level: level, kind: kind, watermark: watermark, batchSize: batch)

@@ -1,3 +1,4 @@
+import APNs
 import CLMDB
 import Glibc
 
@@ -6,14 +7,14 @@ import Glibc
 public struct StoreStatistics: Sendable, Equatable {
     public struct TokenCount: Sendable, Equatable {
         public let app: String
-        public let environment: PushEnvironment
+        public let environment: Environment
         public let kind: TokenKind
         public let count: Int
     }
 
     public struct TopicCount: Sendable, Equatable {
         public let app: String
-        public let environment: PushEnvironment
+        public let environment: Environment
         public let topic: String
         /// Tokens listed under the topic (of any kind and minimum level).
         public let count: Int

@@ -1,3 +1,4 @@
+import APNs
 import Glibc
 
 // Over 300 lines on purpose: one parser for one line shape, whose scanning steps (strings with
@@ -54,7 +55,7 @@ public struct TokenLineParser {
     private func fail(_ message: String) -> Failure { Failure(column: index + 1, message: message) }
 
     private mutating func parseLine(now: UInt64) throws(Failure) -> TokenRegistration {
-        var installationID: String?, app: String?, environment: PushEnvironment?, kind: TokenKind?
+        var installationID: String?, app: String?, environment: Environment?, kind: TokenKind?
         var token: [UInt8]?, registeredAt: UInt64?, topics: [TopicSubscription]?
         try expect(UInt8(ascii: "{"), "a line must be one JSON object ({…})")
         var first = true
@@ -77,7 +78,7 @@ public struct TokenLineParser {
                 app = try parseName("app")
             case "environment":
                 try once(environment)
-                environment = try parseChoice("environment", ["production", "sandbox"], PushEnvironment.init(name:))
+                environment = try parseChoice("environment", ["production", "sandbox"], Environment.init(rawValue:))
             case "kind":
                 try once(kind)
                 kind = try parseChoice("kind", ["pushToStart", "device"], TokenKind.init(name:))

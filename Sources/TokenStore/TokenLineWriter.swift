@@ -1,3 +1,4 @@
+import APNs
 import JSONCore
 
 /// Writes the lines `TokenLineParser` reads, in a fixed member order, so export → import →

@@ -1,10 +1,11 @@
+import APNs
 /// "This installation has this token and follows these topics": one line of an import file, one
 /// call of the registration API. Applying it sets the token of `kind` (rotating out an older one)
 /// and replaces the installation's topics.
 public struct TokenRegistration: Sendable, Equatable {
     public var installationID: String
     public var app: String
-    public var environment: PushEnvironment
+    public var environment: Environment
     public var kind: TokenKind
     public var token: [UInt8]
     public var topics: [TopicSubscription]
@@ -19,7 +20,7 @@ public struct TokenRegistration: Sendable, Equatable {
     /// (the phone itself) passes the time of its request.
     public var registeredAt: UInt64?
 
-    public init(installationID: String, app: String, environment: PushEnvironment, kind: TokenKind,
+    public init(installationID: String, app: String, environment: Environment, kind: TokenKind,
                 token: [UInt8], topics: [TopicSubscription], secretHash: [UInt8]? = nil, registeredAt: UInt64? = nil) {
         self.installationID = installationID
         self.app = app

@@ -1,3 +1,4 @@
+import APNs
 /// One change to the store, queued to the writer thread. Operations are values so the writer can
 /// replay a whole batch after growing the map.
 public enum WriteOperation: Sendable {
@@ -8,13 +9,13 @@ public enum WriteOperation: Sendable {
     /// Removes a token APNs reported dead. With `registeredBefore` (a 410's `timestamp`, ms) the
     /// token is kept if it was registered at or after that moment; nil removes it regardless
     /// (400 `BadDeviceToken`).
-    case removeToken(app: String, environment: PushEnvironment, kind: TokenKind, token: [UInt8], registeredBefore: UInt64?)
+    case removeToken(app: String, environment: Environment, kind: TokenKind, token: [UInt8], registeredBefore: UInt64?)
     /// Removes an installation with all its tokens.
     case removeInstallation(id: String)
     case putActivity(ActivityRecord)
     case removeActivity(id: String)
     case putChannel(ChannelRecord)
-    case removeChannel(app: String, environment: PushEnvironment, name: String)
+    case removeChannel(app: String, environment: Environment, name: String)
     case putEventProgress(EventProgress)
     /// Removes expired activities, installations without tokens or not refreshed for
     /// `installationMaxAge` ms, and event progress past its retention.

@@ -1,3 +1,4 @@
+import APNs
 import CLMDB
 import Glibc
 import Testing
@@ -109,7 +110,7 @@ import Testing
                 var layout1 = RecordWriter()
                 layout1.uint8(1)
                 layout1.string("com.example.eew")
-                layout1.uint8(PushEnvironment.sandbox.rawValue)
+                layout1.uint8(Environment.sandbox.storeByte)
                 layout1.data([])
                 layout1.data(token(id == "both" ? 1 : 3))
                 layout1.data(device)

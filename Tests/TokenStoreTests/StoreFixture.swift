@@ -1,3 +1,4 @@
+import APNs
 import Glibc
 @testable import TokenStore
 
