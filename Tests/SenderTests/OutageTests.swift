@@ -59,6 +59,26 @@ final class BlackHole {
     }
 }
 
+/// The simulator with the shared test certificates, trusting the test key, configured by `configure`.
+func testSimulator(_ configure: (inout SimulatorConfiguration) -> Void = { _ in }) throws -> APNsSimulator {
+    var configuration = SimulatorConfiguration()
+    configuration.trustedKeys = [try PoolFaultTests.certificates.trustedTestKey()]
+    configure(&configuration)
+    return try APNsSimulator(configuration: configuration, certificates: PoolFaultTests.certificates)
+}
+
+/// A one-thread pool for the server at `port`, signing with the test key on a clock `clockOffset` seconds off.
+func testPool(port: Int, connections: Int = 2, clockOffset: Int64 = 0) throws -> PoolConfiguration {
+    let certificates = PoolFaultTests.certificates
+    var pool = PoolConfiguration(host: "127.0.0.1", port: port, tls: try TLSConfiguration.client(caFile: certificates.ca))
+    pool.connections = connections
+    pool.threads = 1
+    let signer = try ProviderTokenSigner(key: try SigningKey(contentsOf: certificates.providerKey), keyID: SimulatorCertificates.keyID,
+                                         teamID: SimulatorCertificates.teamID)
+    pool.providerTokens = ProviderTokenSource(signer: signer, now: { SystemClock.seconds() + clockOffset })
+    return pool
+}
+
 /// One fan-out through the pool against an in-process simulator, with what the tests look at.
 struct OutageRun {
     var counters: SenderCounters
@@ -76,24 +96,17 @@ struct OutageRun {
                     configureSimulator: (inout SimulatorConfiguration) -> Void = { _ in },
                     configurePool: (inout PoolConfiguration) -> Void = { _ in },
                     whileRunning: (APNsSimulator) -> Void = { _ in }) throws -> OutageRun {
-        let certificates = PoolFaultTests.certificates
-        var configuration = SimulatorConfiguration()
-        configuration.trustedKeys = [try certificates.trustedTestKey()]
-        configuration.maximumStreams = 100
-        configuration.trackTokens = true
-        configuration.seed = 7
-        configureSimulator(&configuration)
-        let simulator = try APNsSimulator(configuration: configuration, certificates: certificates)
+        let simulator = try testSimulator { configuration in
+            configuration.maximumStreams = 100
+            configuration.trackTokens = true
+            configuration.seed = 7
+            configureSimulator(&configuration)
+        }
         var stopped = false
         defer { if !stopped { simulator.stop() } }
 
-        var pool = PoolConfiguration(host: "127.0.0.1", port: simulator.port, tls: try TLSConfiguration.client(caFile: certificates.ca))
-        pool.connections = 2
-        pool.threads = 1
+        var pool = try testPool(port: simulator.port)
         pool.streamsPerConnection = 100
-        let key = try SigningKey(contentsOf: certificates.providerKey)
-        pool.providerTokens = ProviderTokenSource(signer: try ProviderTokenSigner(key: key, keyID: SimulatorCertificates.keyID,
-                                                                                  teamID: SimulatorCertificates.teamID))
         configurePool(&pool)
         let sink = RecordingSink()
         let sender = ConnectionPool(configuration: pool, sink: sink)
@@ -144,20 +157,13 @@ final class TimedSink: PushOutcomeSink, @unchecked Sendable {
 @Suite(.serialized) struct RetryAfterTests {
     func run(retryAfter: Int?, deadline: Double = 30) throws -> (TimedSink, SenderCounters) {
         let sink = TimedSink()
-        let certificates = PoolFaultTests.certificates
-        var configuration = SimulatorConfiguration()
-        configuration.trustedKeys = [try certificates.trustedTestKey()]
-        configuration.faults = [("TooManyRequests", 0.02), ("ServiceUnavailable", 0.01)]
-        configuration.retryAfterSeconds = retryAfter
-        configuration.seed = 11
-        let simulator = try APNsSimulator(configuration: configuration, certificates: certificates)
+        let simulator = try testSimulator { configuration in
+            configuration.faults = [("TooManyRequests", 0.02), ("ServiceUnavailable", 0.01)]
+            configuration.retryAfterSeconds = retryAfter
+            configuration.seed = 11
+        }
         defer { simulator.stop() }
-        var pool = PoolConfiguration(host: "127.0.0.1", port: simulator.port, tls: try TLSConfiguration.client(caFile: certificates.ca))
-        pool.connections = 2
-        pool.threads = 1
-        let key = try SigningKey(contentsOf: certificates.providerKey)
-        pool.providerTokens = ProviderTokenSource(signer: try ProviderTokenSigner(key: key, keyID: SimulatorCertificates.keyID,
-                                                                                  teamID: SimulatorCertificates.teamID))
+        let pool = try testPool(port: simulator.port)
         let sender = ConnectionPool(configuration: pool, sink: sink)
         defer { sender.shutdown() }
         let group = PushGroup(label: "retry", headers: OutageRun.startGroupHeaders, body: OutageRun.body,
@@ -206,10 +212,7 @@ final class TimedSink: PushOutcomeSink, @unchecked Sendable {
     func queuedPushesExpireWithoutAConnection() throws {
         let hole = try BlackHole()
         try #require(hole.swallowsConnects(), "premise: a connect to the full listener hangs")
-        var pool = PoolConfiguration(host: "127.0.0.1", port: hole.port, tls: try TLSConfiguration.client(caFile: PoolFaultTests.certificates.ca))
-        pool.connections = 2
-        pool.threads = 1
-        let sender = ConnectionPool(configuration: pool, sink: nil)
+        let sender = ConnectionPool(configuration: try testPool(port: hole.port), sink: nil)
         defer { sender.shutdown() }
         let start = MonotonicInstant.now()
         let group = PushGroup(label: "x", headers: OutageRun.startGroupHeaders, body: OutageRun.body,
@@ -349,25 +352,11 @@ final class TimedSink: PushOutcomeSink, @unchecked Sendable {
 
 /// Provider tokens and this machine's clock: a wrong clock is diagnosed once, not looped on.
 @Suite(.serialized) struct ClockTests {
-    func pool(clockOffset: Int64, simulator: APNsSimulator) throws -> PoolConfiguration {
-        let certificates = PoolFaultTests.certificates
-        var pool = PoolConfiguration(host: "127.0.0.1", port: simulator.port, tls: try TLSConfiguration.client(caFile: certificates.ca))
-        pool.connections = 2
-        pool.threads = 1
-        let key = try SigningKey(contentsOf: certificates.providerKey)
-        pool.providerTokens = ProviderTokenSource(signer: try ProviderTokenSigner(key: key, keyID: SimulatorCertificates.keyID,
-                                                                                  teamID: SimulatorCertificates.teamID),
-                                                  now: { SystemClock.seconds() + clockOffset })
-        return pool
-    }
-
     @Test("a clock 70 minutes behind APNs' halts the pool once with a message that blames the clock")
     func aClockBehindIsDiagnosed() throws {
-        var configuration = SimulatorConfiguration()
-        configuration.trustedKeys = [try PoolFaultTests.certificates.trustedTestKey()]
-        let simulator = try APNsSimulator(configuration: configuration, certificates: PoolFaultTests.certificates)
+        let simulator = try testSimulator()
         defer { simulator.stop() }
-        let sender = ConnectionPool(configuration: try pool(clockOffset: -70 * 60, simulator: simulator))
+        let sender = ConnectionPool(configuration: try testPool(port: simulator.port, clockOffset: -70 * 60))
         defer { sender.shutdown() }
         let group = PushGroup(label: "x", headers: OutageRun.startGroupHeaders, body: OutageRun.body, resendUnknown: false)
         sender.send((0..<300).map { PushJob(token: PoolFaultTests.token($0), group: group, id: UInt64($0)) })
@@ -382,14 +371,11 @@ final class TimedSink: PushOutcomeSink, @unchecked Sendable {
     @Test("three processes in a row share one provider token, so a server counting changes per key accepts them all")
     func processesShareTheGridToken() throws {
         // Either answer to APNS.md §11 question 3: the simulator counts token changes per key here.
-        var configuration = SimulatorConfiguration()
-        configuration.trustedKeys = [try PoolFaultTests.certificates.trustedTestKey()]
-        configuration.tokenScope = .key
-        let simulator = try APNsSimulator(configuration: configuration, certificates: PoolFaultTests.certificates)
+        let simulator = try testSimulator { $0.tokenScope = .key }
         defer { simulator.stop() }
         for process in 0..<3 {
             // A fresh source each time: what a new `sokuho send` or `fanout` process starts with.
-            let sender = ConnectionPool(configuration: try pool(clockOffset: 0, simulator: simulator))
+            let sender = ConnectionPool(configuration: try testPool(port: simulator.port))
             let group = PushGroup(label: "p\(process)", headers: OutageRun.startGroupHeaders, body: OutageRun.body, resendUnknown: false)
             sender.send((0..<20).map { PushJob(token: PoolFaultTests.token(process * 100 + $0), group: group, id: UInt64($0)) })
             #expect(sender.waitUntilFinished(timeout: .nanoseconds(10_000_000_000)))
@@ -403,17 +389,6 @@ final class TimedSink: PushOutcomeSink, @unchecked Sendable {
 /// The loops sleep until I/O or their next timer: no periodic tick, and no timer re-armed into the
 /// past (which would spin a core while the pool waits).
 @Suite(.serialized) struct IdleLoopTests {
-    func pool(port: Int, connections: Int = 2) throws -> PoolConfiguration {
-        let certificates = PoolFaultTests.certificates
-        var pool = PoolConfiguration(host: "127.0.0.1", port: port, tls: try TLSConfiguration.client(caFile: certificates.ca))
-        pool.connections = connections
-        pool.threads = 1
-        let key = try SigningKey(contentsOf: certificates.providerKey)
-        pool.providerTokens = ProviderTokenSource(signer: try ProviderTokenSigner(key: key, keyID: SimulatorCertificates.keyID,
-                                                                                  teamID: SimulatorCertificates.teamID))
-        return pool
-    }
-
     /// Turns the pool's loop takes during `seconds` of waiting.
     func turns(of sender: ConnectionPool, over seconds: Double) -> Int {
         let before = sender.loopTurns
@@ -423,11 +398,9 @@ final class TimedSink: PushOutcomeSink, @unchecked Sendable {
 
     @Test("a pool with open connections and nothing to send takes no loop turns (it sleeps, it does not tick)")
     func anIdlePoolSleeps() throws {
-        var configuration = SimulatorConfiguration()
-        configuration.trustedKeys = [try PoolFaultTests.certificates.trustedTestKey()]
-        let simulator = try APNsSimulator(configuration: configuration, certificates: PoolFaultTests.certificates)
+        let simulator = try testSimulator()
         defer { simulator.stop() }
-        let sender = ConnectionPool(configuration: try pool(port: simulator.port))
+        let sender = ConnectionPool(configuration: try testPool(port: simulator.port))
         defer { sender.shutdown() }
         let group = PushGroup(label: "x", headers: OutageRun.startGroupHeaders, body: OutageRun.body, resendUnknown: false)
         sender.send((0..<500).map { PushJob(token: PoolFaultTests.token($0), group: group, id: UInt64($0)) })
@@ -439,11 +412,8 @@ final class TimedSink: PushOutcomeSink, @unchecked Sendable {
 
     @Test("a pool whose server went away sleeps between reconnects while its pushes wait for their deadline")
     func anOutageDoesNotSpin() throws {
-        var configuration = SimulatorConfiguration()
-        configuration.trustedKeys = [try PoolFaultTests.certificates.trustedTestKey()]
-        configuration.latency = .milliseconds(20)
-        let simulator = try APNsSimulator(configuration: configuration, certificates: PoolFaultTests.certificates)
-        let sender = ConnectionPool(configuration: try pool(port: simulator.port))
+        let simulator = try testSimulator { $0.latency = .milliseconds(20) }
+        let sender = ConnectionPool(configuration: try testPool(port: simulator.port))
         defer { sender.shutdown() }
         let group = PushGroup(label: "x", headers: OutageRun.startGroupHeaders, body: OutageRun.body,
                               deadline: .now() + .seconds(6), resendUnknown: true)
