@@ -51,6 +51,8 @@ let package = Package(
         // Keys, JWTs and certificates checked against independent implementations (openssl, Python).
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "CMbedTLS"], exclude: ["Fixtures"]),
         .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "JSONCore"]),
+        // The C return-code rules of the checked wrappers, checked by reading the sources.
+        .testTarget(name: "SourceRuleTests"),
     ],
     swiftLanguageModes: [.v6]
 )

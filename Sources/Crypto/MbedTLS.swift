@@ -7,7 +7,7 @@
 ///     grep -n 'mbedtls_[a-z0-9_]*(' Sources/Crypto/*.swift | grep -v 'MbedTLS\.\(check\|count\|require\|ignore\)('
 ///
 /// lists only calls that return nothing, a pointer or a value that is not a status (init, free,
-/// conf_*, get_*, the x509write setters that return void). `MbedTLSRuleTests` enforces it.
+/// conf_*, get_*, the x509write setters that return void). `Tests/SourceRuleTests` enforces it.
 enum MbedTLS {
     /// Returns when `rc` is 0; otherwise throws it, for the caller to word or to dispatch on.
     static func check(_ rc: Int32) throws(MbedTLSCode) {

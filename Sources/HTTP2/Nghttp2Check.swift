@@ -3,7 +3,7 @@ import IO
 
 /// The one place nghttp2's int return codes are checked (grep rule: in Sources/HTTP2, an
 /// int-returning `nghttp2_` call is wrapped in `Nghttp2.check` or returns a stream id that the
-/// caller tests; the void ones are `nghttp2_*_del`/`_callbacks_set_*`).
+/// caller tests; the void ones are `nghttp2_*_del`/`_callbacks_set_*`). `Tests/SourceRuleTests` enforces it.
 enum Nghttp2 {
     /// Throws a protocol error naming the call when `rc` is one of nghttp2's (negative) error codes.
     @inline(__always)

@@ -1,0 +1,127 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Testing
+
+/// One C library's rule: every call of its functions in one source folder hands the status it
+/// returns to the module's checked wrapper — on its line, or within the statement's next
+/// `followingLines` lines. Functions that return no status code are listed by name.
+struct ReturnCodeRule: Sendable, CustomTestStringConvertible {
+    let library: String
+    let folder: String
+    let prefix: String
+    let wrappers: [String]
+    let returnsNoStatus: Set<String>
+    /// C structs built with their initialiser (not calls), and callback setters.
+    let notCalls: Set<String>
+    let ignoredPrefixes: [String]
+    let excludedFiles: Set<String>
+    let followingLines: Int
+    let minimumCalls: Int
+
+    var testDescription: String { "\(library) in \(folder)" }
+
+    /// `file:line: function` for each call whose status is not checked.
+    func uncheckedCalls(root: String) throws -> (calls: Int, unchecked: [String]) {
+        let directory = root + "/" + folder
+        var unchecked: [String] = []
+        var calls = 0
+        for name in try Self.swiftFiles(in: directory) where !excludedFiles.contains(name) {
+            let lines = try Self.read(directory + "/" + name).split(separator: "\n", omittingEmptySubsequences: false)
+                .map { (line: Substring) -> Substring in line.firstRange(of: "//").map { line[..<$0.lowerBound] } ?? line[...] }
+            for (number, code) in lines.enumerated() {
+                for call in functions(in: code) where !notCalls.contains(call) && !ignoredPrefixes.contains(where: { call.hasPrefix($0) }) {
+                    calls += 1
+                    let statement = lines[number..<min(lines.count, number + 1 + followingLines)]
+                    let checked = statement.contains { line in wrappers.contains { line.contains($0) } }
+                    if !checked && !returnsNoStatus.contains(call) { unchecked.append("\(name):\(number + 1): \(call)") }
+                }
+            }
+        }
+        return (calls, unchecked)
+    }
+
+    /// The names of `prefix…(` calls on a line.
+    private func functions(in line: Substring) -> [String] {
+        var out: [String] = []
+        var rest = line
+        while let start = rest.firstRange(of: prefix) {
+            let tail = rest[start.lowerBound...]
+            let name = tail.prefix { $0.isLetter || $0.isNumber || $0 == "_" }
+            let after = tail.dropFirst(name.count)
+            if after.first == "(" { out.append(String(name)) }
+            rest = after
+        }
+        return out
+    }
+
+    private static func swiftFiles(in directory: String) throws -> [String] {
+        let dir = try #require(opendir(directory), "cannot open \(directory)")
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name.hasSuffix(".swift") { names.append(name) }
+        }
+        return names.sorted()
+    }
+
+    private static func read(_ path: String) throws -> String {
+        let file = try #require(fopen(path, "r"), "cannot open \(path)")
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = chunk.withUnsafeMutableBufferPointer { fread($0.baseAddress, 1, $0.count, file) }
+            if n == 0 { return String(decoding: bytes, as: UTF8.self) }
+            bytes.append(contentsOf: chunk[0..<n])
+        }
+    }
+}
+
+/// The rules of the checked wrappers, as tests: `MbedTLS` (Sources/Crypto/MbedTLS.swift) and
+/// `Nghttp2` (Sources/HTTP2/Nghttp2Check.swift). A new unchecked call fails here.
+@Suite struct ReturnCodeRuleTests {
+    static let rules = [
+        ReturnCodeRule(
+            library: "mbedTLS", folder: "Sources/Crypto", prefix: "mbedtls_",
+            wrappers: ["MbedTLS.check(", "MbedTLS.count(", "MbedTLS.require(", "MbedTLS.ignore("],
+            // mbedTLS 2.28 functions that return void, a pointer, a type or verification flags.
+            returnsNoStatus: [
+                "mbedtls_ctr_drbg_init", "mbedtls_entropy_init", "mbedtls_mpi_init", "mbedtls_mpi_free",
+                "mbedtls_pk_init", "mbedtls_pk_free", "mbedtls_pk_get_type", "mbedtls_pk_get_name", "mbedtls_pk_info_from_type",
+                "mbedtls_ecp_point_init", "mbedtls_ecp_point_free", "mbedtls_ecp_curve_info_from_grp_id",
+                "mbedtls_x509_crt_init", "mbedtls_x509_crt_free",
+                "mbedtls_x509write_crt_init", "mbedtls_x509write_crt_free", "mbedtls_x509write_crt_set_version",
+                "mbedtls_x509write_crt_set_md_alg", "mbedtls_x509write_crt_set_subject_key", "mbedtls_x509write_crt_set_issuer_key",
+                "mbedtls_ssl_config_init", "mbedtls_ssl_config_free", "mbedtls_ssl_conf_min_version", "mbedtls_ssl_conf_rng",
+                "mbedtls_ssl_conf_ca_chain", "mbedtls_ssl_conf_authmode",
+                "mbedtls_ssl_init", "mbedtls_ssl_free", "mbedtls_ssl_set_verify", "mbedtls_ssl_set_bio",
+                "mbedtls_ssl_get_verify_result", "mbedtls_ssl_get_alpn_protocol",
+                "mbedtls_net_init", "mbedtls_net_free", "mbedtls_version_get_string", "mbedtls_strerror",
+            ],
+            notCalls: [], ignoredPrefixes: [], excludedFiles: [], followingLines: 0, minimumCalls: 50),
+        ReturnCodeRule(
+            library: "nghttp2", folder: "Sources/HTTP2", prefix: "nghttp2_",
+            wrappers: ["Nghttp2.check(", "precondition("],
+            // Return no status; nghttp2_submit_request returns a stream id (or an error) its callers test.
+            returnsNoStatus: [
+                "nghttp2_session_del", "nghttp2_session_set_user_data", "nghttp2_session_want_read", "nghttp2_session_want_write",
+                "nghttp2_session_get_remote_settings", "nghttp2_session_get_stream_user_data", "nghttp2_version", "nghttp2_strerror",
+                "nghttp2_submit_request",
+            ],
+            notCalls: ["nghttp2_nv", "nghttp2_settings_entry", "nghttp2_data_provider", "nghttp2_mem"],
+            ignoredPrefixes: ["nghttp2_session_callbacks_set_"], excludedFiles: ["Nghttp2Check.swift"],
+            followingLines: 2, minimumCalls: 15),
+    ]
+
+    @Test("Every C library return code goes through the module's checked wrapper", arguments: rules)
+    func everyReturnCodeIsChecked(_ rule: ReturnCodeRule) throws {
+        let file = #filePath
+        let tests = file[..<file.lastIndex(of: "/")!]
+        let root = String(tests[..<tests.lastIndex(of: "/")!].dropLast("/Tests".count))
+        let (calls, unchecked) = try rule.uncheckedCalls(root: root)
+        #expect(calls >= rule.minimumCalls, "the scan found only \(calls) \(rule.prefix) calls; is \(rule.folder) right?")
+        #expect(unchecked == [], "unchecked \(rule.library) return codes:\n\(unchecked.joined(separator: "\n"))")
+    }
+}
