@@ -16,6 +16,7 @@ public enum Sokuho {
             BenchCommand.spec,
             VersionCommand.spec,
             TokensCommand.spec,
+            ActivitiesCommand.spec,
             StoreCommand.spec,
         ])
 
