@@ -57,14 +57,7 @@ enum ActivitiesCommand {
         defer { store.close() }
         _ = try StoreAccess.run { () throws(StoreError) in try store.write([.putActivity(activity)]) }
         if invocation.flag("--json") {
-            var writer = JSONWriter()
-            writer.beginObject()
-            writer.key("activityId"); writer.string(activity.id)
-            writer.key("eventKey"); writer.string(activity.eventKey)
-            writer.key("startedAt"); writer.int(Int(activity.startedAt))
-            writer.key("expiresAt"); writer.int(Int(activity.expiresAt))
-            writer.endObject()
-            invocation.console.print(writer.string)
+            invocation.console.print(json(activity, fields: [("eventKey", activity.eventKey)]))
         } else {
             invocation.console.print("registered activity \(activity.id) for \(eventKey) (token \(token.redacted), expires in 8 h)")
         }
@@ -79,20 +72,24 @@ enum ActivitiesCommand {
         for activity in activities {
             let redacted = "…" + Hex.encode(activity.updateToken).suffix(8)
             if invocation.flag("--json") {
-                var writer = JSONWriter()
-                writer.beginObject()
-                writer.key("activityId"); writer.string(activity.id)
-                writer.key("app"); writer.string(activity.app)
-                writer.key("environment"); writer.string(activity.environment.name)
-                writer.key("token"); writer.string(redacted)
-                writer.key("startedAt"); writer.int(Int(activity.startedAt))
-                writer.key("expiresAt"); writer.int(Int(activity.expiresAt))
-                writer.endObject()
-                invocation.console.print(writer.string)
+                invocation.console.print(json(activity, fields: [("app", activity.app), ("environment", activity.environment.name),
+                                                                 ("token", redacted)]))
             } else {
                 invocation.console.print("\(activity.id)  \(activity.app) \(activity.environment.name)  token \(redacted)  expires \(activity.expiresAt) ms")
             }
         }
         return .success
+    }
+
+    /// One activity as a JSON object: its id, the string `fields` given, and its times.
+    private static func json(_ activity: ActivityRecord, fields: [(String, String)]) -> String {
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("activityId"); writer.string(activity.id)
+        for (key, value) in fields { writer.key(key); writer.string(value) }
+        writer.key("startedAt"); writer.int(Int(activity.startedAt))
+        writer.key("expiresAt"); writer.int(Int(activity.expiresAt))
+        writer.endObject()
+        return writer.string
     }
 }
