@@ -1,58 +1,191 @@
-/// How far the fan-out of one event got, so a restart resumes after the last acknowledged target
-/// (`watermark`, see `TopicWatermark`) and a repeated event key is not sent twice.
-public struct EventProgress: Sendable, Equatable {
+/// What the store remembers of the events it fanned out, in the `events` database. Two records:
+///
+/// - one `EventSerialRecord` per event key and serial: which body it had (a repeat with the same
+///   body is "already sent", another body under the same serial is refused), whether it finished,
+///   and its report;
+/// - one `StartProgress` per event key and topic: how far the push-to-starts of that topic went.
+///   All serials of a key share it, because a phone gets one start per event, not per serial.
+///
+/// Keys: event key NUL "s" serial (u32 big-endian) · event key NUL "t" topic. Event keys never
+/// hold a NUL (`StoreLimits.checkName`), so one key's records sort together.
+public struct EventSerialRecord: Sendable, Equatable {
     public enum Phase: UInt8, Sendable {
+        /// Fanning out, or interrupted (a crash): running the event again resumes it.
         case sending = 1
+        /// Every target has its outcome.
         case done = 2
-        case cancelled = 3
+        /// Stopped on purpose (the circuit breaker, a halted pool): running it again resumes it.
+        case stopped = 3
     }
 
     public var eventKey: String
+    public var serial: UInt32
+    /// SHA-256 of the event's canonical JSON.
+    public var bodyHash: [UInt8]
     public var phase: Phase
-    /// Opaque resume position (a `TopicWatermark`'s bytes); empty before the first batch.
-    public var watermark: [UInt8]
-    public var delivered: UInt64
-    public var failed: UInt64
-    /// Milliseconds since 1970 after which the event is not sent any more.
-    public var deadline: UInt64
+    /// Milliseconds since 1970.
+    public var startedAt: UInt64
+    public var updatedAt: UInt64
+    /// The report as JSON, as of the last checkpoint (the whole report once `done`).
+    public var report: [UInt8]
+
+    public init(eventKey: String, serial: UInt32, bodyHash: [UInt8], phase: Phase, startedAt: UInt64, updatedAt: UInt64,
+                report: [UInt8] = []) {
+        self.eventKey = eventKey
+        self.serial = serial
+        self.bodyHash = bodyHash
+        self.phase = phase
+        self.startedAt = startedAt
+        self.updatedAt = updatedAt
+        self.report = report
+    }
+
+    var key: [UInt8] { EventRecordKey.serial(eventKey: eventKey, serial: serial) }
+
+    var encoded: [UInt8] {
+        var writer = RecordWriter(capacity: 64 + report.count)
+        writer.data(bodyHash)
+        writer.uint8(phase.rawValue)
+        writer.uint64(startedAt)
+        writer.uint64(updatedAt)
+        writer.data(report)
+        return writer.bytes
+    }
+
+    init(eventKey: String, serial: UInt32, decoding bytes: UnsafeRawBufferPointer) throws(StoreError) {
+        var reader = RecordReader(bytes, what: "event '\(eventKey)' serial \(serial)")
+        self.eventKey = eventKey
+        self.serial = serial
+        bodyHash = try reader.data()
+        guard let phase = Phase(rawValue: try reader.uint8()) else {
+            throw StoreError.corrupt(path: "", detail: "event '\(eventKey)' serial \(serial) has an unknown phase")
+        }
+        self.phase = phase
+        startedAt = try reader.uint64()
+        updatedAt = try reader.uint64()
+        report = try reader.data()
+        guard reader.isAtEnd else { throw StoreError.corrupt(path: "", detail: "event '\(eventKey)' serial \(serial) has trailing bytes") }
+    }
+}
+
+/// How far the push-to-starts of one topic went under one event key, so a restart (or the next
+/// serial) neither starts an activity twice nor forgets a phone.
+///
+/// A topic's targets are scanned in a fixed order (`TopicScan`). Everything with a minimum level
+/// at or below `doneLevel` has been handled. A scan at `scanLevel` for the levels above
+/// `doneLevel` may be under way: every target up to `completed` has its outcome; targets after it
+/// up to `submitted` were handed to APNs, and of those the ones whose token hash is in `answered`
+/// got an answer; nothing after `submitted` was sent. `submitted` is written before the pushes go
+/// out, so a `kill -9` can lose answers but never hide a sent push.
+public struct StartProgress: Sendable, Equatable {
+    public var eventKey: String
+    public var topic: String
+    /// Every target with a minimum level at or below this was handled (nil: none yet).
+    public var doneLevel: UInt8?
+    /// The level of the scan under way (nil: no scan under way).
+    public var scanLevel: UInt8?
+    /// `TopicWatermark` bytes: every target up to here has its outcome (empty: none).
+    public var completed: [UInt8]
+    /// `TopicWatermark` bytes: nothing after here was sent (empty: nothing was).
+    public var submitted: [UInt8]
+    /// Token hashes answered between `completed` and `submitted`.
+    public var answered: [UInt64]
+    /// Milliseconds since 1970.
     public var updatedAt: UInt64
 
-    public init(eventKey: String, phase: Phase, watermark: [UInt8] = [], delivered: UInt64 = 0, failed: UInt64 = 0,
-                deadline: UInt64, updatedAt: UInt64) {
+    public init(eventKey: String, topic: String, doneLevel: UInt8? = nil, scanLevel: UInt8? = nil, completed: [UInt8] = [],
+                submitted: [UInt8] = [], answered: [UInt64] = [], updatedAt: UInt64) {
         self.eventKey = eventKey
-        self.phase = phase
-        self.watermark = watermark
-        self.delivered = delivered
-        self.failed = failed
-        self.deadline = deadline
+        self.topic = topic
+        self.doneLevel = doneLevel
+        self.scanLevel = scanLevel
+        self.completed = completed
+        self.submitted = submitted
+        self.answered = answered
         self.updatedAt = updatedAt
     }
 
-    /// Progress records are kept this long after the deadline, to recognise a repeated event key.
-    public static let retentionMilliseconds: UInt64 = 7 * 24 * 3600 * 1000
+    var key: [UInt8] { EventRecordKey.topic(eventKey: eventKey, topic: topic) }
 
     var encoded: [UInt8] {
-        var writer = RecordWriter()
-        writer.uint8(phase.rawValue)
-        writer.data(watermark)
-        writer.uint64(delivered)
-        writer.uint64(failed)
-        writer.uint64(deadline)
+        var writer = RecordWriter(capacity: 96 + answered.count * 8)
+        writer.uint8(doneLevel == nil ? 0 : 1)
+        writer.uint8(doneLevel ?? 0)
+        writer.uint8(scanLevel == nil ? 0 : 1)
+        writer.uint8(scanLevel ?? 0)
+        writer.data(completed)
+        writer.data(submitted)
+        writer.length(answered.count)
+        for hash in answered { writer.uint64(hash) }
         writer.uint64(updatedAt)
         return writer.bytes
     }
 
-    init(eventKey: String, decoding bytes: UnsafeRawBufferPointer) throws(StoreError) {
-        var reader = RecordReader(bytes, what: "event '\(eventKey)'")
+    init(eventKey: String, topic: String, decoding bytes: UnsafeRawBufferPointer) throws(StoreError) {
+        var reader = RecordReader(bytes, what: "start progress of event '\(eventKey)' topic '\(topic)'")
         self.eventKey = eventKey
-        guard let phase = Phase(rawValue: try reader.uint8()) else {
-            throw StoreError.corrupt(path: "", detail: "event '\(eventKey)' has an unknown phase")
-        }
-        self.phase = phase
-        watermark = try reader.data()
-        delivered = try reader.uint64()
-        failed = try reader.uint64()
-        deadline = try reader.uint64()
+        self.topic = topic
+        let hasDone = try reader.uint8()
+        let done = try reader.uint8()
+        doneLevel = hasDone == 0 ? nil : done
+        let hasScan = try reader.uint8()
+        let scan = try reader.uint8()
+        scanLevel = hasScan == 0 ? nil : scan
+        completed = try reader.data()
+        submitted = try reader.data()
+        let count = try reader.length()
+        var answered: [UInt64] = []
+        answered.reserveCapacity(count)
+        for _ in 0..<count { answered.append(try reader.uint64()) }
+        self.answered = answered
         updatedAt = try reader.uint64()
+        guard reader.isAtEnd else { throw StoreError.corrupt(path: "", detail: "start progress of event '\(eventKey)' has trailing bytes") }
+    }
+}
+
+/// A record of the `events` database, whichever kind its key says it is.
+public enum EventStoreRecord: Sendable, Equatable {
+    case serial(EventSerialRecord)
+    case start(StartProgress)
+
+    /// Records are kept this long after their last update, to recognise a repeated event (and to
+    /// count a phone's recent starts).
+    public static let retentionMilliseconds: UInt64 = 7 * 24 * 3600 * 1000
+
+    var updatedAt: UInt64 {
+        switch self {
+        case let .serial(record): record.updatedAt
+        case let .start(progress): progress.updatedAt
+        }
+    }
+
+    init(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws(StoreError) {
+        guard let nul = key.firstIndex(of: 0), nul + 1 < key.count else {
+            throw StoreError.corrupt(path: "", detail: "an event record key is malformed")
+        }
+        let eventKey = String(decoding: key[..<nul], as: UTF8.self)
+        let rest = key[(nul + 2)...]
+        switch key[nul + 1] {
+        case UInt8(ascii: "s") where rest.count == 4:
+            let serial = rest.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            self = .serial(try EventSerialRecord(eventKey: eventKey, serial: serial, decoding: value))
+        case UInt8(ascii: "t"):
+            self = .start(try StartProgress(eventKey: eventKey, topic: String(decoding: rest, as: UTF8.self), decoding: value))
+        default:
+            throw StoreError.corrupt(path: "", detail: "event '\(eventKey)' has a record of an unknown kind")
+        }
+    }
+}
+
+enum EventRecordKey {
+    static func prefix(eventKey: String) -> [UInt8] { Array(eventKey.utf8) + [0] }
+
+    static func serial(eventKey: String, serial: UInt32) -> [UInt8] {
+        prefix(eventKey: eventKey) + [UInt8(ascii: "s"), UInt8(serial >> 24), UInt8(truncatingIfNeeded: serial >> 16),
+                                      UInt8(truncatingIfNeeded: serial >> 8), UInt8(truncatingIfNeeded: serial)]
+    }
+
+    static func topic(eventKey: String, topic: String) -> [UInt8] {
+        prefix(eventKey: eventKey) + [UInt8(ascii: "t")] + Array(topic.utf8)
     }
 }

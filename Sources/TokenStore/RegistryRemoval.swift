@@ -52,6 +52,21 @@ extension RegistryUpdate {
         try txn.delete(databases.installations, Array(id.utf8))
     }
 
+    /// Removes every record of an event key: its serials and its start progress.
+    func removeEvent(_ eventKey: String) throws(StoreError) {
+        let prefix = EventRecordKey.prefix(eventKey: eventKey)
+        let keys = try txn.withCursor(databases.events) { cursor throws(StoreError) in
+            var keys: [[UInt8]] = []
+            var position = try cursor.get(MDB_SET_RANGE, key: prefix)
+            while let (key, _) = position, key.count >= prefix.count, key.starts(with: prefix) {
+                keys.append(Array(key))
+                position = try cursor.get(MDB_NEXT)
+            }
+            return keys
+        }
+        for key in keys { try txn.delete(databases.events, key) }
+    }
+
     func sweep(now: UInt64, installationMaxAge: UInt64) throws(StoreError) -> SweepCounts {
         var counts = SweepCounts()
         var expiredInstallations: [String] = []
@@ -75,8 +90,8 @@ extension RegistryUpdate {
 
         var expiredEvents: [[UInt8]] = []
         try forEachRecord(databases.events) { key, value throws(StoreError) in
-            let progress = try EventProgress(eventKey: String(decoding: key, as: UTF8.self), decoding: value)
-            if progress.deadline &+ EventProgress.retentionMilliseconds < now { expiredEvents.append(Array(key)) }
+            let record = try EventStoreRecord(key: key, value: value)
+            if record.updatedAt &+ EventStoreRecord.retentionMilliseconds < now { expiredEvents.append(Array(key)) }
         }
         for key in expiredEvents { try txn.delete(databases.events, key) }
         counts.events = expiredEvents.count

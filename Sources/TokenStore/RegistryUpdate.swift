@@ -34,8 +34,12 @@ struct RegistryUpdate: ~Copyable {
             try txn.put(databases.channels, channel.key, channel.encoded)
         case let .removeChannel(app, environment, name):
             try txn.delete(databases.channels, StoreKeys.channel(app: app, environment: environment, name: name))
-        case let .putEventProgress(progress):
-            try txn.put(databases.events, Array(progress.eventKey.utf8), progress.encoded)
+        case let .putEventSerial(record):
+            try txn.put(databases.events, record.key, record.encoded)
+        case let .putStartProgress(progress):
+            try txn.put(databases.events, progress.key, progress.encoded)
+        case let .removeEvent(eventKey):
+            try removeEvent(eventKey)
         case let .sweepExpired(now, maxAge):
             return .swept(try sweep(now: now, installationMaxAge: maxAge))
         }

@@ -87,7 +87,7 @@ extension TokenStore {
                             case "channel":
                                 guard let parts = StoreKeys.parseChannel(key) else { throw StoreError.corrupt(path: directory, detail: "a channel key is malformed") }
                                 _ = try ChannelRecord(app: parts.app, environment: parts.environment, name: parts.name, decoding: value)
-                            default: _ = try EventProgress(eventKey: String(decoding: key, as: UTF8.self), decoding: value)
+                            default: _ = try EventStoreRecord(key: key, value: value)
                             }
                         } catch {
                             problem(error.located(at: directory).description)

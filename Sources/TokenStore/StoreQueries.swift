@@ -76,10 +76,34 @@ extension TokenStore {
         }
     }
 
-    public func eventProgress(eventKey: String) throws(StoreError) -> EventProgress? {
+    /// Every record of an event key: its serials (ascending) and the start progress of its topics.
+    public func eventRecords(eventKey: String) throws(StoreError) -> (serials: [EventSerialRecord], starts: [StartProgress]) {
+        let prefix = EventRecordKey.prefix(eventKey: eventKey)
+        return try eventRecords(from: prefix) { $0.starts(with: prefix) }
+    }
+
+    /// The start progress of every event updated at or after `since` (ms since 1970): what a
+    /// phone's recent starts are counted from.
+    public func startProgress(updatedSince since: UInt64) throws(StoreError) -> [StartProgress] {
+        try eventRecords(from: []) { _ in true }.starts.filter { $0.updatedAt >= since }
+    }
+
+    private func eventRecords(from prefix: [UInt8], while inRange: (UnsafeRawBufferPointer) -> Bool) throws(StoreError)
+        -> (serials: [EventSerialRecord], starts: [StartProgress]) {
         try read { txn throws(StoreError) in
-            guard let bytes = try txn.get(databases.events, Array(eventKey.utf8)) else { return nil }
-            return try EventProgress(eventKey: eventKey, decoding: bytes)
+            try txn.withCursor(databases.events) { cursor throws(StoreError) in
+                var serials: [EventSerialRecord] = []
+                var starts: [StartProgress] = []
+                var position = try prefix.isEmpty ? cursor.get(MDB_FIRST) : cursor.get(MDB_SET_RANGE, key: prefix)
+                while let (key, value) = position, inRange(key) {
+                    switch try EventStoreRecord(key: key, value: value) {
+                    case let .serial(record): serials.append(record)
+                    case let .start(progress): starts.append(progress)
+                    }
+                    position = try cursor.get(MDB_NEXT)
+                }
+                return (serials, starts)
+            }
         }
     }
 

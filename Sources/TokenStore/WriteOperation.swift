@@ -16,9 +16,14 @@ public enum WriteOperation: Sendable {
     case removeActivity(id: String)
     case putChannel(ChannelRecord)
     case removeChannel(app: String, environment: Environment, name: String)
-    case putEventProgress(EventProgress)
+    /// Records what a serial of an event was and how it ended (see `EventSerialRecord`).
+    case putEventSerial(EventSerialRecord)
+    /// Checkpoints the starts of one topic of an event (see `StartProgress`).
+    case putStartProgress(StartProgress)
+    /// Removes every record of an event key (its serials and start progress).
+    case removeEvent(eventKey: String)
     /// Removes expired activities, installations without tokens or not refreshed for
-    /// `installationMaxAge` ms, and event progress past its retention.
+    /// `installationMaxAge` ms, and event records past their retention.
     case sweepExpired(now: UInt64, installationMaxAge: UInt64)
 
     /// How much work the operation is, for batching (a prepared batch counts its registrations).
@@ -41,7 +46,11 @@ public enum WriteOperation: Sendable {
         case let .removeChannel(app, _, name):
             try StoreLimits.checkName(app, field: "app")
             try StoreLimits.checkName(name, field: "channel name")
-        case let .putEventProgress(progress): try StoreLimits.checkName(progress.eventKey, field: "event key")
+        case let .putEventSerial(record): try StoreLimits.checkName(record.eventKey, field: "event key")
+        case let .putStartProgress(progress):
+            try StoreLimits.checkName(progress.eventKey, field: "event key")
+            try StoreLimits.checkName(progress.topic, field: "topic name")
+        case let .removeEvent(eventKey): try StoreLimits.checkName(eventKey, field: "event key")
         case .sweepExpired: break
         }
     }

@@ -215,7 +215,7 @@ import Testing
             .putActivity(activity),
             .register(registration("stale", token(1)), at: 0),
             .register(registration("fresh", token(2)), at: 9 * hour),
-            .putEventProgress(EventProgress(eventKey: "eew-2026-1", phase: .done, deadline: 0, updatedAt: 0)),
+            .putEventSerial(EventSerialRecord(eventKey: "eew-2026-1", serial: 1, bodyHash: [1], phase: .done, startedAt: 0, updatedAt: 0)),
         ])
         #expect(try store.activity(id: "act-1") == activity)
         #expect(try store.activities(eventKey: "eew-2026-1") == [activity])
@@ -233,18 +233,22 @@ import Testing
         #expect(try store.activities(eventKey: "eew-2026-1").isEmpty)
         #expect(try store.installation(id: "stale") == nil)
         #expect(try store.installation(id: "fresh") != nil)
-        #expect(try store.eventProgress(eventKey: "eew-2026-1") == nil)
+        #expect(try store.eventRecords(eventKey: "eew-2026-1").serials.isEmpty)
         #expect(try store.check().isConsistent)
     }
 
-    @Test func channelsAndEventProgressRoundTrip() throws {
+    @Test func channelsAndEventRecordsRoundTripAndStayApartPerEventKey() throws {
         let fixture = StoreFixture()
         let store = try fixture.open()
         let channel = ChannelRecord(app: "com.example.news", environment: .production, name: "election-2026",
                                     channelID: "dHN0LXNyY2gtY2hubA==", storagePolicy: .mostRecentMessageStored)
-        let progress = EventProgress(eventKey: "eew-1", phase: .sending, watermark: [32, 0, 1, 2], delivered: 10, failed: 1,
-                                     deadline: 99, updatedAt: 5)
-        try store.write([.putChannel(channel), .putEventProgress(progress)])
+        let serial = EventSerialRecord(eventKey: "eew-1", serial: 2, bodyHash: Array(repeating: 7, count: 32), phase: .sending,
+                                       startedAt: 4, updatedAt: 5, report: Array("{}".utf8))
+        let progress = StartProgress(eventKey: "eew-1", topic: "region:301", doneLevel: 3, scanLevel: 5, completed: [32, 0, 1, 2],
+                                     submitted: [32, 0, 1, 3], answered: [42, .max], updatedAt: 5)
+        // "eew-1" must not pick up the records of "eew-10": keys end the event key with a NUL.
+        let neighbour = StartProgress(eventKey: "eew-10", topic: "region:301", doneLevel: nil, updatedAt: 1)
+        try store.write([.putChannel(channel), .putEventSerial(serial), .putStartProgress(progress), .putStartProgress(neighbour)])
         #expect(try store.channel(app: "com.example.news", environment: .production, name: "election-2026") == channel)
         #expect(try store.channel(app: "com.example.news", environment: .sandbox, name: "election-2026") == nil)
         let other = ChannelRecord(app: "com.example.news", environment: .production, name: "a-night", channelID: "b3RoZXI=",
@@ -252,7 +256,14 @@ import Testing
         try store.write([.putChannel(other)])
         #expect(try store.channels(app: "com.example.news", environment: .production) == [other, channel])
         #expect(try store.channels(app: "com.example.new", environment: .production).isEmpty)
-        #expect(try store.eventProgress(eventKey: "eew-1") == progress)
+        let records = try store.eventRecords(eventKey: "eew-1")
+        #expect(records.serials == [serial])
+        #expect(records.starts == [progress])
+        #expect(try store.startProgress(updatedSince: 2) == [progress])
+        try store.write([.removeEvent(eventKey: "eew-1")])
+        #expect(try store.eventRecords(eventKey: "eew-1").serials.isEmpty)
+        #expect(try store.eventRecords(eventKey: "eew-10").starts == [neighbour])
+        #expect(try store.check().isConsistent)
         try store.write([.removeChannel(app: "com.example.news", environment: .production, name: "election-2026")])
         #expect(try store.channel(app: "com.example.news", environment: .production, name: "election-2026") == nil)
     }
