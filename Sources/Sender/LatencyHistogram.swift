@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Push latencies in fixed buckets (10 µs wide up to 1 s, then 10 ms wide up to 60 s): recording
 /// is one array increment, percentiles come from the counts. One per loop thread, merged at the end.
 public struct LatencyHistogram: Sendable {
@@ -32,11 +36,39 @@ public struct LatencyHistogram: Sendable {
         var seen = 0
         for (index, count) in counts.enumerated() where count > 0 {
             seen += Int(count)
-            if seen >= rank {
-                if index < Self.fineBuckets { return Double(index * 10 + 5) / 1_000 }
-                return 1_000 + Double((index - Self.fineBuckets) * 10) + 5
-            }
+            if seen >= rank { return Self.milliseconds(ofBucket: index) }
         }
         return 60_000
+    }
+
+    /// The recorded counts regrouped into `buckets` log-spaced buckets from the smallest to the
+    /// largest recorded latency, for a histogram plot: latencies spread over decades (a fast
+    /// loopback answer next to a retried one), which equal-width buckets would squash into one bar.
+    /// Each bucket holds the latencies above the previous one's upper bound, up to its own. One
+    /// bucket when every latency fell in the same 10 µs (or 10 ms) slot; empty when nothing was recorded.
+    public func distribution(buckets: Int = 40) -> [(upperMilliseconds: Double, count: Int)] {
+        guard let first = counts.firstIndex(where: { $0 > 0 }), let last = counts.lastIndex(where: { $0 > 0 }) else { return [] }
+        // Bucket midpoints, as `percentile` reports them, so its p50/p99 fall inside the plotted range.
+        let low = Self.milliseconds(ofBucket: first), high = Self.milliseconds(ofBucket: last)
+        guard first < last else { return [(high, total)] }
+        let slots = max(1, buckets)
+        let logSpan = log(high / low)
+        var out = (0..<slots).map { slot in
+            (upperMilliseconds: slot == slots - 1 ? high : low * exp(logSpan * Double(slot + 1) / Double(slots)), count: 0)
+        }
+        for index in first...last where counts[index] > 0 {
+            let position = log(Self.milliseconds(ofBucket: index) / low) / logSpan * Double(slots)
+            // An edge value belongs to the bucket below it (upper bounds are inclusive); rounding
+            // must not push the largest latency past the last bucket.
+            let slot = min(slots - 1, max(0, Int((position - 1e-9).rounded(.up)) - 1))
+            out[slot].count += Int(counts[index])
+        }
+        return out
+    }
+
+    /// The midpoint of an internal bucket in milliseconds.
+    private static func milliseconds(ofBucket index: Int) -> Double {
+        if index < fineBuckets { return Double(index * 10 + 5) / 1_000 }
+        return 1_000 + Double((index - fineBuckets) * 10) + 5
     }
 }

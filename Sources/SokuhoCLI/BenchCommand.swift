@@ -31,6 +31,7 @@ enum BenchCommand {
         ] + APNsConnectionOptions.credentials + [
             OptionSpec("--topic", value: "BUNDLE_ID", help: "bundle ID of the pushes (default com.example.eew)"),
             OptionSpec("--json", help: "print {\"pushes\":…,\"seconds\":…,\"pushesPerSecond\":…,\"cpuSecondsPer100k\":…,\"p50Ms\":…,\"p99Ms\":…,\"peakRssMB\":…,\"outcomes\":{…}}"),
+            OptionSpec("--svg", value: "FILE", help: "also write a chart to FILE (SVG): pushes answered over time and the latency distribution"),
         ],
         details: """
         Without --target, Sokuho starts its own simulator as a child process ('sokuho simulator') with
@@ -55,6 +56,12 @@ enum BenchCommand {
         var simulatorCPUSeconds: Double?
         /// Why the pool stopped sending, if it did.
         var haltMessage: String?
+        /// Finished pushes sampled through the run (ascending seconds, the last at the end), for --svg.
+        var overTime: [(seconds: Double, count: Int)] = []
+        var latencies = LatencyHistogram()
+
+        var pushesPerSecond: Double { Double(pushes) / max(seconds, 1e-9) }
+        var delivered: Int { counters[.delivered] + counters[.deliveredAfterRetry] }
     }
 
     static func run(_ invocation: Invocation) throws(CLIError) -> ExitCode {
@@ -100,6 +107,10 @@ enum BenchCommand {
                              console: invocation.console)
         if let child { result.simulatorCPUSeconds = child.stop() }
         report(result, invocation: invocation)
+        if let path = invocation.string("--svg") {
+            let title = "sokuho bench: \(pushes) pushes, \(connections) connections × \(streams) streams"
+            try chart(result, title: title).write(to: path)
+        }
         let counters = result.counters
         if counters.finished != pushes {
             throw CLIError(.software, "\(pushes - counters.finished) pushes have no outcome: this is a bug")
@@ -108,7 +119,7 @@ enum BenchCommand {
             let why = result.haltMessage ?? "the server refused the connection or the credentials"
             throw CLIError(.unavailable, "\(counters[.authOrConnectionFailure]) of \(pushes) pushes could not be sent: \(why)")
         }
-        let delivered = counters[.delivered] + counters[.deliveredAfterRetry]
+        let delivered = result.delivered
         if delivered != pushes {
             let others = PushOutcome.allCases.filter { $0 != .delivered && $0 != .deliveredAfterRetry && counters[$0] > 0 }
             let list = others.map { "\($0) \(counters[$0])" }.joined(separator: ", ")
@@ -131,6 +142,8 @@ enum BenchCommand {
         var batch: [PushJob] = []
         batch.reserveCapacity(1024)
         var lastProgress = MonotonicInstant(nanoseconds: 0)
+        // Every 200 ms, like the progress line: a few hundred samples even for long runs.
+        var overTime: [(seconds: Double, count: Int)] = []
         for index in 0..<pushes {
             template.overwrite(at: 0, bigEndian: UInt64(index))
             batch.append(PushJob(token: template, group: group, id: UInt64(index)))
@@ -138,24 +151,38 @@ enum BenchCommand {
                 pool.send(batch)
                 batch.removeAll(keepingCapacity: true)
                 let now = MonotonicInstant.now()
-                if console.isTerminal && now - lastProgress > .milliseconds(200) {
+                if now - lastProgress > .milliseconds(200) {
                     lastProgress = now
-                    console.progress("\rbench: \(pool.finishedCount)/\(pushes) pushes done")
+                    let done = pool.finishedCount
+                    overTime.append(((now - start).seconds, done))
+                    console.progress("\rbench: \(done)/\(pushes) pushes done")
                 }
             }
         }
-        pool.waitUntilFinished { done in console.progress("\rbench: \(done)/\(pushes) pushes done") }
+        pool.waitUntilFinished { done in
+            overTime.append(((MonotonicInstant.now() - start).seconds, done))
+            console.progress("\rbench: \(done)/\(pushes) pushes done")
+        }
         let seconds = (MonotonicInstant.now() - start).seconds
+        overTime.append((seconds, pool.finishedCount))
         let cpu = CPUUsage.seconds() - cpuStart
         if console.isTerminal { console.progress("\r\u{1B}[K") }
         let (counters, latencies) = pool.statistics()
         return Result(pushes: pushes, seconds: seconds, cpuSeconds: cpu, peakRSSMB: CPUUsage.peakRSSMegabytes(),
                       p50: latencies.percentile(0.5), p99: latencies.percentile(0.99), counters: counters,
-                      haltMessage: pool.haltMessage)
+                      haltMessage: pool.haltMessage, overTime: overTime, latencies: latencies)
+    }
+
+    /// The --svg chart of a run. The series is "answered" because bench counts finished pushes,
+    /// whatever their outcome; the subtitle says how many of them were delivered.
+    static func chart(_ result: Result, title: String) -> DeliveryChart {
+        let subtitle = "\(result.pushes) pushes · \(result.counters.finished) answered · \(result.delivered) delivered · "
+            + "\(fixed(result.seconds, 2)) s · \(Int(result.pushesPerSecond.rounded())) pushes/s"
+        return DeliveryChart(title: title, subtitle: subtitle, seriesLabel: "answered", overTime: result.overTime, latency: result.latencies)
     }
 
     static func report(_ result: Result, invocation: Invocation) {
-        let rate = Double(result.pushes) / max(result.seconds, 1e-9)
+        let rate = result.pushesPerSecond
         let cpuPer100k = result.cpuSeconds * 100_000 / Double(result.pushes)
         if invocation.flag("--json") {
             var writer = JSONWriter()

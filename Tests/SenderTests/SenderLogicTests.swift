@@ -102,6 +102,29 @@ import Testing
         #expect(histogram.percentile(1.0) > 4_999)
     }
 
+    @Test("the latency distribution spans the smallest to the largest latency in log-spaced buckets that hold every push")
+    func latencyDistributionIsLogSpacedAndComplete() {
+        var histogram = LatencyHistogram()
+        for ms in [1, 1, 2, 10, 100, 1_000, 5_000] { histogram.record(nanoseconds: UInt64(ms) * 1_000_000) }
+        let buckets = histogram.distribution(buckets: 20)
+        #expect(buckets.count == 20)
+        #expect(buckets.map(\.count).reduce(0, +) == 7)
+        #expect(buckets.first?.count == 2, "both 1 ms pushes fall in the first bucket")
+        #expect(buckets.last.map { abs($0.upperMilliseconds - 5_005) < 0.001 && $0.count == 1 } == true, "\(buckets)")
+        let ratios = zip(buckets, buckets.dropFirst()).map { $1.upperMilliseconds / $0.upperMilliseconds }
+        #expect(ratios.allSatisfy { abs($0 - ratios[0]) < 1e-6 }, "equal ratios, not equal widths: \(ratios)")
+    }
+
+    @Test("the latency distribution is empty with nothing recorded, and one bucket when every latency is alike")
+    func latencyDistributionEdgeCases() {
+        var histogram = LatencyHistogram()
+        #expect(histogram.distribution().isEmpty)
+        for _ in 0..<3 { histogram.record(nanoseconds: 2_000_000) }
+        let buckets = histogram.distribution()
+        #expect(buckets.count == 1 && buckets.first?.count == 3, "\(buckets)")
+        #expect(buckets.first.map { abs($0.upperMilliseconds - histogram.percentile(0.5)) < 0.001 } == true)
+    }
+
     @Test func tokenBytesRoundTripHexAndNeverPrintWhole() {
         let hex = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
         let token = DeviceTokenBytes(hex: hex)!

@@ -35,6 +35,19 @@ import Testing
         }
     }
 
+    @Test("bench --svg writes a chart of the run that an XML parser accepts, and still prints its --json report")
+    func svgChartIsWritten() throws {
+        let path = temporaryDirectory("sokuho-bench-svg") + "/chart.svg"
+        try withSimulator { simulator in
+            let run = bench(simulator, ["--pushes", "2000", "--svg", path])
+            #expect(run.code == .success, "\(run)")
+            #expect(outcomes(run)["delivered"] == 2000, "\(run)")
+        }
+        let svg = String(decoding: readFile(path), as: UTF8.self)
+        #expect(svg.hasPrefix("<?xml") && svg.contains("2000 answered"), "\(svg.prefix(600))")
+        #expect(system("python3 -c 'import xml.dom.minidom,sys; xml.dom.minidom.parse(sys.argv[1])' '\(path)'") == 0)
+    }
+
     @Test("bench exits 1 and names the outcomes when some pushes were not delivered")
     func notAllDeliveredExitsOne() throws {
         try withSimulator({ $0.faults = [("BadDeviceToken", 0.05)]; $0.seed = 3 }) { simulator in
