@@ -17,11 +17,15 @@ public struct Installation: Sendable, Equatable {
     public var createdAt: UInt64
     /// Milliseconds since 1970; an installation not refreshed for long is swept.
     public var updatedAt: UInt64
+    /// The phone runs iOS 18 or later, so a push-to-start may carry `input-push-channel` (the
+    /// activity then follows a broadcast channel): iOS 17 refuses such a start outright. Each of
+    /// the installation's topic index entries carries it too, so a fan-out learns it from the scan.
+    public var broadcast: Bool
 
     public init(id: String, app: String, environment: Environment, secretHash: [UInt8] = [],
                 pushToStartToken: [UInt8]? = nil, deviceToken: [UInt8]? = nil,
                 pushToStartTopics: [TopicSubscription] = [], deviceTopics: [TopicSubscription] = [],
-                createdAt: UInt64, updatedAt: UInt64) {
+                createdAt: UInt64, updatedAt: UInt64, broadcast: Bool = false) {
         self.id = id
         self.app = app
         self.environment = environment
@@ -32,6 +36,7 @@ public struct Installation: Sendable, Equatable {
         self.deviceTopics = deviceTopics
         self.createdAt = createdAt
         self.updatedAt = updatedAt
+        self.broadcast = broadcast
     }
 
     /// The token of `kind`, if the installation has one.
@@ -57,9 +62,10 @@ public struct Installation: Sendable, Equatable {
         TokenKind.allCases.compactMap { kind in token(kind).map { (kind, $0) } }
     }
 
-    /// 2: topics per token kind (push-to-start's, then device's). 1 had one list for both; it
-    /// is still read (schema 3's migration rewrites every record as 2).
-    static let layoutVersion: UInt8 = 2
+    /// 3: a broadcast byte (0 or 1) after the topics. 2: topics per token kind (push-to-start's,
+    /// then device's). 1 had one list for both. Both are still read, as not broadcast-capable:
+    /// no phone had said otherwise before layout 3, so schema 4 needs no rewrite.
+    static let layoutVersion: UInt8 = 3
 
     var encoded: [UInt8] {
         var writer = RecordWriter(capacity: 128)
@@ -79,13 +85,14 @@ public struct Installation: Sendable, Equatable {
                 writer.uint8(topic.minLevel)
             }
         }
+        writer.uint8(broadcast ? 1 : 0)
         return writer.bytes
     }
 
     init(id: String, decoding bytes: UnsafeRawBufferPointer) throws(StoreError) {
         var reader = RecordReader(bytes, what: "installation '\(id)'")
         let layout = try reader.uint8()
-        guard layout == 1 || layout == Installation.layoutVersion else {
+        guard (1...Installation.layoutVersion).contains(layout) else {
             throw StoreError.corrupt(path: "", detail: "installation '\(id)' has an unknown record layout")
         }
         self.id = id
@@ -117,6 +124,11 @@ public struct Installation: Sendable, Equatable {
             pushToStartTopics = try readTopics()
             deviceTopics = try readTopics()
         }
+        let broadcastByte = layout >= 3 ? try reader.uint8() : 0
+        guard broadcastByte <= 1 else {
+            throw StoreError.corrupt(path: "", detail: "installation '\(id)' has an unknown broadcast value")
+        }
+        broadcast = broadcastByte == 1
         guard reader.isAtEnd else { throw StoreError.corrupt(path: "", detail: "installation '\(id)' has trailing bytes") }
     }
 }

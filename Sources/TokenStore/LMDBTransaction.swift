@@ -100,6 +100,11 @@ struct LMDBTransaction: ~Copyable {
         }
     }
 
+    /// Deletes every entry of a database and keeps the database (`mdb_drop` without delete).
+    func removeAll(_ dbi: MDB_dbi) throws(StoreError) {
+        try LMDB.check(mdb_drop(handle, dbi, 0), "mdb_drop", at: path)
+    }
+
     /// The number of entries of a database.
     func count(_ dbi: MDB_dbi) throws(StoreError) -> Int {
         var stat = MDB_stat()

@@ -54,7 +54,8 @@ public struct RegistrationBatch: Sendable {
                                           topic: topic.name, tokenLength: registration.token.count)
                 // Topic keys are prefix-free (they end in NUL + length): ordering the
                 // concatenation orders by key, then duplicate.
-                entries.append(key, StoreKeys.topicEntry(minLevel: topic.minLevel, kind: registration.kind, token: registration.token))
+                entries.append(key, StoreKeys.topicEntry(minLevel: topic.minLevel, kind: registration.kind,
+                                                              broadcast: registration.broadcast ?? false, token: registration.token))
                 keyLengths.append(key.count)
                 owners.append(index)
             }
@@ -90,10 +91,11 @@ public struct RegistrationBatch: Sendable {
 }
 
 extension TokenRegistration {
-    /// The record this registration creates when its installation is new.
+    /// The record this registration creates when its installation is new (not broadcast-capable
+    /// unless the registration says so).
     func freshInstallation(at now: UInt64) -> Installation {
         var installation = Installation(id: installationID, app: app, environment: environment, secretHash: secretHash ?? [],
-                                        createdAt: now, updatedAt: now)
+                                        createdAt: now, updatedAt: now, broadcast: broadcast ?? false)
         installation.setToken(token, kind: kind)
         installation.setTopics(topics, kind: kind)
         return installation

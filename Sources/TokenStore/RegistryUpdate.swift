@@ -127,7 +127,7 @@ struct RegistryUpdate: ~Copyable {
     func topicEntries(_ installation: Installation, kind: TokenKind, token: [UInt8]) -> [(key: [UInt8], entry: [UInt8])] {
         installation.topics(kind).map { topic in
             (StoreKeys.topic(app: installation.app, environment: installation.environment, topic: topic.name, tokenLength: token.count),
-             StoreKeys.topicEntry(minLevel: topic.minLevel, kind: kind, token: token))
+             StoreKeys.topicEntry(minLevel: topic.minLevel, kind: kind, broadcast: installation.broadcast, token: token))
         }
     }
 
@@ -156,18 +156,21 @@ struct RegistryUpdate: ~Copyable {
             new.setTopics(registration.topics, kind: registration.kind)
             new.updatedAt = now
             if let secretHash = registration.secretHash { new.secretHash = secretHash }
+            if let broadcast = registration.broadcast { new.broadcast = broadcast }
             try save(new)
         }
         try claimToken(of: new, kind: registration.kind, registeredAt: registration.registeredAt, now: now)
 
         // A repeated registration (a daily re-sync) changes no index entry but registered-at.
         if let old, old.app == new.app, old.environment == new.environment, old.topics(registration.kind) == new.topics(registration.kind),
-           old.token(registration.kind) == registration.token {
+           old.token(registration.kind) == registration.token, old.broadcast == new.broadcast {
             return
         }
 
-        // Rotation, topic, app and environment changes: drop the old entries the new record no
-        // longer has; the other kind's token moves along if the app or environment changed.
+        // Rotation, topic, app, environment and broadcast changes: drop the old entries the new
+        // record no longer has (a broadcast change alters every entry's kind byte, so both
+        // kinds' entries are re-indexed); the other kind's token moves along if the app or
+        // environment changed.
         if let old {
             let newTokenKeys = new.tokens.map { tokenKey(new, $0.kind, $0.token) }
             // A token moving to another app or environment was not registered again: it keeps its time.

@@ -16,7 +16,7 @@ public struct StoreCheckReport: Sendable, Equatable {
 extension TokenStore {
     /// Reads every page of every database and checks that the indexes agree with the
     /// installation records: each token is in `tokens` (owned by its installation) and under each
-    /// of its topics, and no index entry is left over. LMDB reports damaged pages as errors.
+    /// of its topics with the installation's broadcast flag, and no index entry is left over. LMDB reports damaged pages as errors.
     public func check() throws(StoreError) -> StoreCheckReport {
         try read { txn throws(StoreError) in
             var problems: [String] = []
@@ -41,22 +41,30 @@ extension TokenStore {
                             continue
                         }
                         for (kind, token) in installation.tokens {
+                            // Built only for a problem: a check of a million tokens formats no text.
+                            func subject() -> String { "the \(kind.name) token …\(TokenStore.tail(token)) of installation '\(id)'" }
                             expectedTokens += 1
                             let tokenKey = StoreKeys.token(app: installation.app, environment: installation.environment, kind: kind, token: token)
                             if let entry = try txn.get(databases.tokens, tokenKey) {
                                 if try StoreKeys.parseTokenValue(entry).installationID != id {
-                                    problem("the \(kind.name) token …\(TokenStore.tail(token)) of installation '\(id)' is owned by another installation")
+                                    problem("\(subject()) is owned by another installation")
                                 }
                             } else {
-                                problem("the \(kind.name) token …\(TokenStore.tail(token)) of installation '\(id)' is missing from the token index")
+                                problem("\(subject()) is missing from the token index")
                             }
                             for topic in installation.topics(kind) {
                                 expectedTopicEntries += 1
                                 let topicKey = StoreKeys.topic(app: installation.app, environment: installation.environment,
                                                                topic: topic.name, tokenLength: token.count)
-                                let entry = StoreKeys.topicEntry(minLevel: topic.minLevel, kind: kind, token: token)
+                                let entry = StoreKeys.topicEntry(minLevel: topic.minLevel, kind: kind, broadcast: installation.broadcast, token: token)
                                 if try topicCursor.get(MDB_GET_BOTH, key: topicKey, value: entry) == nil {
-                                    problem("the \(kind.name) token …\(TokenStore.tail(token)) of installation '\(id)' is missing from topic '\(topic.name)'")
+                                    // The same entry with the other flag: the record changed, the index did not.
+                                    let stale = StoreKeys.topicEntry(minLevel: topic.minLevel, kind: kind, broadcast: !installation.broadcast, token: token)
+                                    if try topicCursor.get(MDB_GET_BOTH, key: topicKey, value: stale) != nil {
+                                        problem("\(subject()) has broadcast \(!installation.broadcast) in topic '\(topic.name)', its installation says \(installation.broadcast)")
+                                    } else {
+                                        problem("\(subject()) is missing from topic '\(topic.name)'")
+                                    }
                                 }
                             }
                         }

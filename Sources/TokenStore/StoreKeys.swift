@@ -49,15 +49,30 @@ enum StoreKeys {
                 String(decoding: key[(nul + 2)..<(key.count - 2)], as: UTF8.self))
     }
 
-    /// A duplicate under a topic key: min level, kind, token. Sorted by min level first, so the
-    /// targets of an event of level L are a prefix of each key's duplicates.
-    static func topicEntry(minLevel: UInt8, kind: TokenKind, token: [UInt8]) -> [UInt8] {
+    /// A duplicate under a topic key: min level, kind byte, token. Sorted by min level first, so
+    /// the targets of an event of level L are a prefix of each key's duplicates. The kind byte is
+    /// the token kind with `broadcastFlag` set when the installation is broadcast-capable: a
+    /// fan-out learns that from the scan without reading the installation. Entries written before
+    /// the flag existed read as not broadcast-capable, which is what their installations say.
+    static func topicEntry(minLevel: UInt8, kind: TokenKind, broadcast: Bool, token: [UInt8]) -> [UInt8] {
         var entry = [UInt8]()
         entry.reserveCapacity(token.count + 2)
         entry.append(minLevel)
-        entry.append(kind.rawValue)
+        entry.append(topicKindByte(kind, broadcast: broadcast))
         entry.append(contentsOf: token)
         return entry
+    }
+
+    /// Set in a topic entry's kind byte for an installation on iOS 18 or later.
+    static let broadcastFlag: UInt8 = 0x80
+
+    static func topicKindByte(_ kind: TokenKind, broadcast: Bool) -> UInt8 {
+        kind.rawValue | (broadcast ? broadcastFlag : 0)
+    }
+
+    /// The kind and broadcast flag of a topic entry's kind byte; nil for an unknown kind.
+    static func parseTopicKind(_ byte: UInt8) -> (kind: TokenKind, broadcast: Bool)? {
+        TokenKind(rawValue: byte & ~broadcastFlag).map { ($0, byte & broadcastFlag != 0) }
     }
 
     /// `channels`: app NUL environment name.

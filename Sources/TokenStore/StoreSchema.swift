@@ -17,7 +17,7 @@ struct StoreDatabases: Sendable {
 /// older store up to `currentVersion`. The version and a format marker live in `meta`, so a store
 /// from a newer Sokuho and an unrelated LMDB file are both refused with a clear message.
 enum StoreSchema {
-    static let currentVersion: UInt32 = 3
+    static let currentVersion: UInt32 = 4
     static let formatMarker = Array("sokuho-token-store".utf8)
     static let versionKey = Array("schema-version".utf8)
     static let formatKey = Array("format".utf8)
@@ -74,6 +74,14 @@ enum StoreSchema {
                 return rewritten
             }
             for (key, value) in rewritten { try txn.put(installations, key, value) }
+        },
+        // Installation layout 3 adds the broadcast flag, but layouts 1 and 2 read as "not
+        // broadcast-capable", and so do topic entries without the flag: no record or entry
+        // needs rewriting. Event progress records change layout in this release, and nothing
+        // wrote them before it: any there would not decode, so they go.
+        Migration(from: 3, summary: "iOS 18 broadcast flags; event progress in its new layout") { txn throws(StoreError) in
+            let events = try txn.openDatabase("events", flags: 0, create: false)!
+            try txn.removeAll(events)
         },
     ]
 

@@ -19,9 +19,14 @@ public struct TokenRegistration: Sendable, Equatable {
     /// older than the registration, and no dead token would ever be pruned. The registration API
     /// (the phone itself) passes the time of its request.
     public var registeredAt: UInt64?
+    /// Whether the phone runs iOS 18 or later (see `Installation.broadcast`), or nil to keep the
+    /// stored value (false for a new installation): a line or request that does not say must not
+    /// make an iOS 18 phone look like iOS 17, nor the reverse.
+    public var broadcast: Bool?
 
     public init(installationID: String, app: String, environment: Environment, kind: TokenKind,
-                token: [UInt8], topics: [TopicSubscription], secretHash: [UInt8]? = nil, registeredAt: UInt64? = nil) {
+                token: [UInt8], topics: [TopicSubscription], secretHash: [UInt8]? = nil, registeredAt: UInt64? = nil,
+                broadcast: Bool? = nil) {
         self.installationID = installationID
         self.app = app
         self.environment = environment
@@ -30,6 +35,7 @@ public struct TokenRegistration: Sendable, Equatable {
         self.topics = topics
         self.secretHash = secretHash
         self.registeredAt = registeredAt
+        self.broadcast = broadcast
     }
 
     /// Checks every field against `StoreLimits`; the message names the field.

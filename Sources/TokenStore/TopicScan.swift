@@ -3,10 +3,12 @@ import CLMDB
 import Glibc
 
 /// A position in a topic's target order: everything up to and including this entry has been
-/// handed out. Store its `bytes` with the event's progress to resume after a restart.
-public struct TopicWatermark: Sendable, Equatable {
+/// handed out. Store its `bytes` with the event's progress to resume after a restart. Watermarks
+/// order as the scan does (token length, then the entry's bytes), so of two the greater is
+/// further along: a fan-out acknowledging targets out of order can keep the right one.
+public struct TopicWatermark: Sendable, Equatable, Comparable {
     let tokenLength: UInt8
-    /// The last `topics` duplicate handed out: min level, kind, token.
+    /// The last `topics` duplicate handed out: min level, kind byte, token.
     let entry: [UInt8]
 
     public var bytes: [UInt8] { [tokenLength] + entry }
@@ -21,14 +23,24 @@ public struct TopicWatermark: Sendable, Equatable {
         self.tokenLength = tokenLength
         self.entry = entry
     }
+
+    public static func < (lhs: TopicWatermark, rhs: TopicWatermark) -> Bool {
+        // Entries of one token length have one size: byte order is LMDB's duplicate order.
+        lhs.tokenLength != rhs.tokenLength ? lhs.tokenLength < rhs.tokenLength : lhs.entry.lexicographicallyPrecedes(rhs.entry)
+    }
 }
 
 /// A batch of targets: tokens back to back in one buffer (no allocation per token), with their
-/// kinds, and the watermark after the last one. Reuse one batch across `TopicScan.next` calls.
+/// kinds, min levels and broadcast flags, and the watermark after the last one. Reuse one batch
+/// across `TopicScan.next` calls.
 public struct TargetBatch: Sendable {
     public private(set) var tokenBytes: [UInt8] = []
     private var ends: [Int] = []
     public private(set) var kinds: [TokenKind] = []
+    /// The minimum level each target subscribed with.
+    public private(set) var minLevels: [UInt8] = []
+    /// Whether each target's installation is on iOS 18 or later (`Installation.broadcast`).
+    public private(set) var broadcast: [Bool] = []
     /// Where the next batch starts; nil before the first batch.
     public internal(set) var watermark: TopicWatermark?
 
@@ -42,21 +54,38 @@ public struct TargetBatch: Sendable {
         tokenBytes[(index == 0 ? 0 : ends[index - 1])..<ends[index]]
     }
 
+    /// The watermark just after target `index`: a scan resumed from it starts with target
+    /// `index + 1`. A fan-out that has sent only part of a batch saves this one.
+    public func watermark(at index: Int) -> TopicWatermark {
+        let token = token(at: index)
+        var entry = [UInt8]()
+        entry.reserveCapacity(token.count + 2)
+        entry.append(minLevels[index])
+        entry.append(StoreKeys.topicKindByte(kinds[index], broadcast: broadcast[index]))
+        entry.append(contentsOf: token)
+        return TopicWatermark(tokenLength: UInt8(token.count), entry: entry)
+    }
+
     mutating func removeAll() {
         tokenBytes.removeAll(keepingCapacity: true)
         ends.removeAll(keepingCapacity: true)
         kinds.removeAll(keepingCapacity: true)
+        minLevels.removeAll(keepingCapacity: true)
+        broadcast.removeAll(keepingCapacity: true)
     }
 
-    mutating func append(_ token: UnsafeRawBufferPointer, kind: TokenKind) {
+    mutating func append(_ token: UnsafeRawBufferPointer, kind: TokenKind, minLevel: UInt8, broadcast: Bool) {
         tokenBytes.append(contentsOf: token)
         ends.append(tokenBytes.count)
         kinds.append(kind)
+        minLevels.append(minLevel)
+        self.broadcast.append(broadcast)
     }
 }
 
 /// Streams every token of a topic whose minimum level is at most the event's level, in a stable
-/// order: token length, then min level, then kind, then token bytes. Each `next` opens its own
+/// order: token length, then min level, then kind byte (kind, broadcast-capable after not), then
+/// token bytes. Each `next` opens its own
 /// short read transaction and resumes from the watermark, so memory is one batch and a scan that
 /// waits for a slow fan-out pins no pages.
 ///
@@ -139,12 +168,12 @@ public final class TopicScan {
                         if skip.withUnsafeBytes({ memcmp(entry.baseAddress!, $0.baseAddress!, stride) }) <= 0 { continue }
                         skipUpTo = nil
                     }
-                    guard let entryKind = TokenKind(rawValue: entry[1]) else {
+                    guard let (entryKind, broadcast) = StoreKeys.parseTopicKind(entry[1]) else {
                         throw StoreError.corrupt(path: store.directory, detail: "a topic entry has an unknown token kind")
                     }
                     last = (UInt8(tokenLength), entry)
                     if let kind, kind != entryKind { continue }
-                    batch.append(UnsafeRawBufferPointer(rebasing: entry[2...]), kind: entryKind)
+                    batch.append(UnsafeRawBufferPointer(rebasing: entry[2...]), kind: entryKind, minLevel: entry[0], broadcast: broadcast)
                     if batch.count == batchSize { return (mark(), false) }
                 }
                 page = try cursor.get(MDB_NEXT_MULTIPLE)

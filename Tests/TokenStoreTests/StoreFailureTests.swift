@@ -125,7 +125,7 @@ import Testing
             try txn.commit()
         }
         let store = try fixture.open()
-        #expect(try store.schemaVersion == 3)
+        #expect(try store.schemaVersion == StoreSchema.currentVersion)
         let both = try #require(try store.installation(id: "both"))
         #expect(both.topics(.pushToStart) == topics && both.topics(.device) == topics)
         #expect(try store.installation(id: "one")?.topics(.device) == [])
