@@ -13,24 +13,30 @@ enum TokensImportCommand {
 
     static let spec = CommandSpec(
         "import",
-        summary: "import registrations from JSON lines (a file or - for stdin)",
+        summary: "import registrations and activities from JSON lines (a file or - for stdin)",
         options: [
             StoreAccess.option,
             OptionSpec("--strict", help: "import nothing if any line is bad"),
             OptionSpec("--batch", value: "N", help: "lines per queued write (default \(defaultChunkSize)); a killed import keeps whole batches"),
             OptionSpec("--json", help: "print {\"lines\":…,\"imported\":…,\"bad\":…,\"errors\":[{\"line\":…,\"message\":…}]}"),
         ],
-        positionals: [PositionalSpec("FILE", help: "JSON lines, one registration each; - reads stdin")],
+        positionals: [PositionalSpec("FILE", help: "JSON lines, one registration or activity each; - reads stdin")],
         details: """
-        Each line is one object:
+        Each line is one object, a token line:
           {"installationId":"…","app":"com.example.eew","environment":"sandbox","kind":"pushToStart",
-           "token":"<hex>","registeredAt":1717000000000,"topics":[{"name":"region:301","minLevel":3}]}
+           "token":"<hex>","registeredAt":1717000000000,"broadcast":true,"topics":[{"name":"region:301","minLevel":3}]}
         kind is pushToStart or device; minLevel (0-255) is optional, default 0. registeredAt (optional)
         is when the phone registered the token, in ms since 1970 (at most a day ahead of now); it is
         kept exactly, and a line without it keeps the time of a token already stored (a new token
-        gets the import's time), so a re-sync does not stop 410 pruning. A line sets that token
-        of the installation (a new token replaces the old one everywhere) and replaces that token's
-        topics; the installation's token of the other kind keeps its own.
+        gets the import's time), so a re-sync does not stop 410 pruning. broadcast (optional, true or
+        false) says whether the phone runs iOS 18 or later, so push-to-start may carry a broadcast
+        channel; without it the installation keeps what the store knows (false when new). A line sets
+        that token of the installation (a new token replaces the old one everywhere) and replaces that
+        token's topics; the installation's token of the other kind keeps its own.
+        Or an activity line, an iOS 17 Live Activity's update token (as 'sokuho activities register'):
+          {"activityId":"…","app":"com.example.eew","environment":"sandbox","eventKey":"eew-…",
+           "token":"<hex>","startedAt":1717000000000}
+        startedAt (optional, ms since 1970, default now) starts the activity's 8 hours.
         Bad lines are reported with their line numbers and the rest is imported (exit 65 if any was
         bad); with --strict nothing is imported when a line is bad (the file is read twice; stdin or a
         pipe is held in memory). Blank lines are skipped. Chunks of --batch lines are parsed while
@@ -74,7 +80,7 @@ enum TokensImportCommand {
             try reader.forEachLine { number, line throws(CLIError) in
                 guard !isBlank(line) else { return }
                 lines += 1
-                do throws(TokenLineParser.Failure) { _ = try TokenLineParser.parse(line, now: started) } catch { note(number, error) }
+                do throws(TokenLineParser.Failure) { _ = try TokenLineParser.parseLine(line, now: started) } catch { note(number, error) }
             }
             if badCount > 0 {
                 report(invocation, lines: lines, imported: 0, badCount: badCount, badLines: badLines)
@@ -90,6 +96,8 @@ enum TokensImportCommand {
         var imported = 0
         var chunk: [TokenRegistration] = []
         chunk.reserveCapacity(chunkSize)
+        // Activity lines of the chunk: few, and a different database, so they go unsorted.
+        var activities: [WriteOperation] = []
 
         func waitForOldest() throws(CLIError) {
             let (ticket, count) = pending.removeFirst()
@@ -98,14 +106,15 @@ enum TokensImportCommand {
             if invocation.console.isTerminal { invocation.console.progress("\rimported \(imported) lines…") }
         }
         func flush() throws(CLIError) {
-            guard !chunk.isEmpty else { return }
+            guard !chunk.isEmpty || !activities.isEmpty else { return }
             let now = StoreAccess.nowMilliseconds()
             // Keys are built and sorted here, on the parsing thread; the writer only inserts.
             let ticket = try StoreAccess.run { () throws(StoreError) in
-                try store.enqueue([.registerBatch(RegistrationBatch(chunk, at: now))])
+                try store.enqueue((chunk.isEmpty ? [] : [.registerBatch(RegistrationBatch(chunk, at: now))]) + activities)
             }
-            pending.append((ticket, chunk.count))
+            pending.append((ticket, chunk.count + activities.count))
             chunk.removeAll(keepingCapacity: true)
+            activities.removeAll(keepingCapacity: true)
             if pending.count >= inFlight { try waitForOldest() }
         }
 
@@ -114,11 +123,14 @@ enum TokensImportCommand {
                 guard !isBlank(line) else { return }
                 lines += 1
                 do throws(TokenLineParser.Failure) {
-                    chunk.append(try TokenLineParser.parse(line, now: started))
+                    switch try TokenLineParser.parseLine(line, now: started) {
+                    case let .registration(registration): chunk.append(registration)
+                    case let .activity(activity): activities.append(.putActivity(activity))
+                    }
                 } catch {
                     note(number, error)
                 }
-                if chunk.count == chunkSize {
+                if chunk.count + activities.count == chunkSize {
                     try flush()
                 }
             }

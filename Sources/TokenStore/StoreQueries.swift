@@ -122,10 +122,36 @@ extension TokenStore {
 
     private func forEachInstallation(chunk: Int, withTimes: Bool,
                                      _ body: (Installation, RegistrationTimes) throws(StoreError) -> Void) throws(StoreError) {
+        try forEachRecord(databases.installations, chunk: chunk, decode: { txn, key, value throws(StoreError) in
+            let installation = try Installation(id: String(decoding: key, as: UTF8.self), decoding: value)
+            var times = RegistrationTimes()
+            for (kind, token) in installation.tokens where withTimes {
+                let tokenKey = StoreKeys.token(app: installation.app, environment: installation.environment, kind: kind, token: token)
+                guard let entry = try txn.get(databases.tokens, tokenKey) else { continue }
+                let (registeredAt, owner) = try StoreKeys.parseTokenValue(entry)
+                if owner == installation.id { times[kind] = registeredAt }
+            }
+            return (installation, times)
+        }, body)
+    }
+
+    /// Calls `body` for every activity (expired ones not yet swept too) in id order, `chunk` at
+    /// a time like `forEachInstallation`: what an export writes after the installations.
+    public func forEachActivity(chunk: Int = 1000, _ body: (ActivityRecord) throws(StoreError) -> Void) throws(StoreError) {
+        try forEachRecord(databases.activities, chunk: chunk, decode: { _, key, value throws(StoreError) in
+            try ActivityRecord(id: String(decoding: key, as: UTF8.self), decoding: value)
+        }, body)
+    }
+
+    /// Walks `dbi` in key order, `chunk` records per short read transaction (`decode` runs inside
+    /// it, `body` outside), so a long walk neither pins old pages nor holds up a map growth.
+    private func forEachRecord<Record>(_ dbi: MDB_dbi, chunk: Int,
+                                       decode: (borrowing LMDBTransaction, UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws(StoreError) -> Record,
+                                       _ body: (Record) throws(StoreError) -> Void) throws(StoreError) {
         var after: [UInt8]?
         while true {
-            let installations: [(Installation, RegistrationTimes)] = try read { txn throws(StoreError) in
-                try txn.withCursor(databases.installations) { cursor throws(StoreError) in
+            let (records, lastKey): ([Record], [UInt8]?) = try read { txn throws(StoreError) in
+                try txn.withCursor(dbi) { cursor throws(StoreError) in
                     var position: (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)?
                     if let after {
                         position = try cursor.get(MDB_SET_RANGE, key: after)
@@ -133,25 +159,19 @@ extension TokenStore {
                     } else {
                         position = try cursor.get(MDB_FIRST)
                     }
-                    var result: [(Installation, RegistrationTimes)] = []
+                    var result: [Record] = []
+                    var lastKey: UnsafeRawBufferPointer?
                     while let (key, value) = position, result.count < chunk {
-                        let installation = try Installation(id: String(decoding: key, as: UTF8.self), decoding: value)
-                        var times = RegistrationTimes()
-                        for (kind, token) in installation.tokens where withTimes {
-                            let tokenKey = StoreKeys.token(app: installation.app, environment: installation.environment, kind: kind, token: token)
-                            guard let entry = try txn.get(databases.tokens, tokenKey) else { continue }
-                            let (registeredAt, owner) = try StoreKeys.parseTokenValue(entry)
-                            if owner == installation.id { times[kind] = registeredAt }
-                        }
-                        result.append((installation, times))
+                        result.append(try decode(txn, key, value))
+                        lastKey = key
                         position = try cursor.get(MDB_NEXT)
                     }
-                    return result
+                    return (result, lastKey.map(Array.init))
                 }
             }
-            for (installation, times) in installations { try body(installation, times) }
-            guard installations.count == chunk, let last = installations.last else { return }
-            after = Array(last.0.id.utf8)
+            for record in records { try body(record) }
+            guard records.count == chunk, let lastKey else { return }
+            after = lastKey
         }
     }
 

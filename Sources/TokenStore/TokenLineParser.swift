@@ -1,21 +1,35 @@
 import APNs
 import Glibc
 
-// Over 300 lines on purpose: one parser for one line shape, whose scanning steps (strings with
+// Over 300 lines on purpose: one parser for one line format, whose scanning steps (strings with
 // every escape, hex tokens, topics) are private to it and read top to bottom as the grammar.
 // Split across files they would have to become module-visible, for no reader's gain.
 
-/// Parses one line of a token file (`sokuho tokens import`) straight from its bytes:
+/// One line of a token file: a token registration, or an iOS 17 Live Activity's update token
+/// (a line with `activityId`).
+public enum TokenLine: Sendable, Equatable {
+    case registration(TokenRegistration)
+    case activity(ActivityRecord)
+}
+
+/// Parses one line of a token file (`sokuho tokens import`) straight from its bytes. A token line:
 ///
 ///     {"installationId":"…","app":"com.example.eew","environment":"sandbox","kind":"pushToStart",
-///      "token":"<hex>","registeredAt":1717000000000,"topics":[{"name":"region:301","minLevel":3}]}
+///      "token":"<hex>","registeredAt":1717000000000,"broadcast":true,"topics":[{"name":"region:301","minLevel":3}]}
 ///
-/// A focused strict JSON reader for this one shape: a million lines parse in well under a second
-/// without building a `JSONValue` tree. It accepts exactly what RFC 8259 accepts for this shape
+/// and an activity line, the update token `sokuho activities register` stores:
+///
+///     {"activityId":"…","app":"com.example.eew","environment":"sandbox","eventKey":"eew-…",
+///      "token":"<hex>","startedAt":1717000000000}
+///
+/// A focused strict JSON reader for these two shapes: a million lines parse in well under a second
+/// without building a `JSONValue` tree. It accepts exactly what RFC 8259 accepts for them
 /// (any whitespace, any member order, all string escapes) and refuses unknown or repeated
-/// fields, so a typo is reported rather than ignored. `minLevel` is optional (default 0), and so is
-/// `registeredAt`, when the phone registered the token (ms since 1970; see
-/// `TokenRegistration.registeredAt`).
+/// fields, so a typo is reported rather than ignored. The first field that belongs to one shape
+/// only decides the line's shape, and a field of the other shape is refused where it stands.
+/// `minLevel` is optional (default 0), and so are `registeredAt`, when the phone registered the
+/// token (ms since 1970; see `TokenRegistration.registeredAt`), `broadcast` (absent: keep what
+/// the store knows; see `TokenRegistration.broadcast`) and `startedAt` (default: now).
 public struct TokenLineParser {
     /// Why a line was refused, with the byte column (1-based) where it went wrong.
     public struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
@@ -29,20 +43,29 @@ public struct TokenLineParser {
 
     private init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
-    /// How far past `now` a `registeredAt` may lie (clock skew between machines): one day.
+    /// How far past `now` a `registeredAt` or `startedAt` may lie (clock skew between machines): one day.
     public static let registeredAtTolerance: UInt64 = 86_400_000
 
-    /// Parses one line (without its newline) into a registration, validated against `StoreLimits`.
-    /// `now` (ms since 1970) bounds `registeredAt`; an import passes the time it started.
-    public static func parse(_ line: UnsafeRawBufferPointer, now: UInt64 = realtimeMilliseconds()) throws(Failure) -> TokenRegistration {
+    /// Parses one line (without its newline), validated against `StoreLimits`. `now` (ms since
+    /// 1970) bounds `registeredAt` and `startedAt` and is an activity's default `startedAt`; an
+    /// import passes the time it started.
+    public static func parseLine(_ line: UnsafeRawBufferPointer, now: UInt64 = realtimeMilliseconds()) throws(Failure) -> TokenLine {
         var parser = TokenLineParser(line)
-        return try parser.parseLine(now: now)
+        return try parser.parseObject(now: now)
     }
 
-    public static func parse(_ line: String, now: UInt64 = realtimeMilliseconds()) throws(Failure) -> TokenRegistration {
+    public static func parseLine(_ line: String, now: UInt64 = realtimeMilliseconds()) throws(Failure) -> TokenLine {
         let bytes = Array(line.utf8)
-        let result = bytes.withUnsafeBytes { buffer in Result { () throws(Failure) in try parse(buffer, now: now) } }
+        let result = bytes.withUnsafeBytes { buffer in Result { () throws(Failure) in try parseLine(buffer, now: now) } }
         return try result.get()
+    }
+
+    /// Parses a token line (an activity line is refused): see `parseLine`.
+    public static func parse(_ line: String, now: UInt64 = realtimeMilliseconds()) throws(Failure) -> TokenRegistration {
+        guard case let .registration(registration) = try parseLine(line, now: now) else {
+            throw Failure(column: 1, message: "an activity line where a token line was expected")
+        }
+        return registration
     }
 
     /// Milliseconds since 1970 by the system clock.
@@ -54,9 +77,14 @@ public struct TokenLineParser {
 
     private func fail(_ message: String) -> Failure { Failure(column: index + 1, message: message) }
 
-    private mutating func parseLine(now: UInt64) throws(Failure) -> TokenRegistration {
+    private enum Shape { case registration, activity }
+
+    private mutating func parseObject(now: UInt64) throws(Failure) -> TokenLine {
         var installationID: String?, app: String?, environment: Environment?, kind: TokenKind?
-        var token: [UInt8]?, registeredAt: UInt64?, topics: [TopicSubscription]?
+        var token: [UInt8]?, registeredAt: UInt64?, broadcast: Bool?, topics: [TopicSubscription]?
+        var activityID: String?, eventKey: String?, startedAt: UInt64?
+        // The shape, and the field that decided it (for the message refusing the other shape's).
+        var shape: (Shape, field: String)?
         try expect(UInt8(ascii: "{"), "a line must be one JSON object ({…})")
         var first = true
         while true {
@@ -69,9 +97,17 @@ public struct TokenLineParser {
             func once<T>(_ value: T?) throws(Failure) {
                 if value != nil { throw Failure(column: keyStart + 1, message: "field \"\(key)\" appears twice") }
             }
+            func belongs(to wanted: Shape) throws(Failure) {
+                guard let (decided, field) = shape else { shape = (wanted, key); return }
+                guard decided == wanted else {
+                    let line = decided == .activity ? "an activity line" : "a token line"
+                    throw Failure(column: keyStart + 1, message: "field \"\(key)\" does not belong in \(line) (it has \"\(field)\")")
+                }
+            }
             switch key {
             case "installationId":
                 try once(installationID)
+                try belongs(to: .registration)
                 installationID = try parseName("installationId")
             case "app":
                 try once(app)
@@ -81,18 +117,37 @@ public struct TokenLineParser {
                 environment = try parseChoice("environment", ["production", "sandbox"], Environment.init(rawValue:))
             case "kind":
                 try once(kind)
+                try belongs(to: .registration)
                 kind = try parseChoice("kind", ["pushToStart", "device"], TokenKind.init(name:))
             case "token":
                 try once(token)
                 token = try parseHexToken()
             case "registeredAt":
                 try once(registeredAt)
-                registeredAt = try parseRegisteredAt(now: now)
+                try belongs(to: .registration)
+                registeredAt = try parseMilliseconds("registeredAt", now: now)
+            case "broadcast":
+                try once(broadcast)
+                try belongs(to: .registration)
+                broadcast = try parseBoolean("broadcast")
             case "topics":
                 try once(topics)
+                try belongs(to: .registration)
                 topics = try parseTopics()
+            case "activityId":
+                try once(activityID)
+                try belongs(to: .activity)
+                activityID = try parseName("activityId")
+            case "eventKey":
+                try once(eventKey)
+                try belongs(to: .activity)
+                eventKey = try parseName("eventKey")
+            case "startedAt":
+                try once(startedAt)
+                try belongs(to: .activity)
+                startedAt = try parseMilliseconds("startedAt", now: now)
             default:
-                throw Failure(column: keyStart + 1, message: "unknown field \"\(key)\"; a line has installationId, app, environment, kind, token, registeredAt (optional), topics")
+                throw Failure(column: keyStart + 1, message: "unknown field \"\(key)\"; a token line has installationId, app, environment, kind, token, registeredAt (optional), broadcast (optional), topics; an activity line has activityId, app, environment, eventKey, token, startedAt (optional)")
             }
             first = false
             skipWhitespace()
@@ -103,16 +158,24 @@ public struct TokenLineParser {
         }
         skipWhitespace()
         guard index == bytes.count else { throw fail("unexpected text after the JSON object") }
-        guard let installationID else { throw fail("missing field \"installationId\"") }
-        guard let app else { throw fail("missing field \"app\"") }
-        guard let environment else { throw fail("missing field \"environment\"") }
-        guard let kind else { throw fail("missing field \"kind\"") }
-        guard let token else { throw fail("missing field \"token\"") }
-        guard let topics else { throw fail("missing field \"topics\"") }
-        let registration = TokenRegistration(installationID: installationID, app: app, environment: environment,
-                                             kind: kind, token: token, topics: topics, registeredAt: registeredAt)
+        func require<T>(_ value: T?, _ field: String) throws(Failure) -> T {
+            guard let value else { throw fail("missing field \"\(field)\"") }
+            return value
+        }
+        if shape?.0 == .activity {
+            let activity = ActivityRecord(id: try require(activityID, "activityId"), app: try require(app, "app"),
+                                          environment: try require(environment, "environment"),
+                                          updateToken: try require(token, "token"), eventKey: try require(eventKey, "eventKey"),
+                                          startedAt: startedAt ?? now)
+            do { try activity.validate() } catch { throw Failure(column: 1, message: error.description) }
+            return .activity(activity)
+        }
+        let registration = TokenRegistration(installationID: try require(installationID, "installationId"), app: try require(app, "app"),
+                                             environment: try require(environment, "environment"), kind: try require(kind, "kind"),
+                                             token: try require(token, "token"), topics: try require(topics, "topics"),
+                                             registeredAt: registeredAt, broadcast: broadcast)
         do { try registration.validate() } catch { throw Failure(column: 1, message: error.description) }
-        return registration
+        return .registration(registration)
     }
 
     private func peek() -> UInt8? { index < bytes.count ? bytes[index] : nil }
@@ -333,12 +396,24 @@ public struct TokenLineParser {
         return UInt8(value)
     }
 
+    /// `true` or `false`, nothing else (not a string, not 0 or 1).
+    private mutating func parseBoolean(_ field: String) throws(Failure) -> Bool {
+        if startsWith("true") { index += 4; return true }
+        if startsWith("false") { index += 5; return false }
+        throw fail("\(field) must be true or false")
+    }
+
+    private func startsWith(_ literal: StaticString) -> Bool {
+        let count = literal.utf8CodeUnitCount
+        return count <= bytes.count - index && memcmp(bytes.baseAddress! + index, literal.utf8Start, count) == 0
+    }
+
     /// Milliseconds since 1970 as a whole JSON number (no sign, fraction, exponent or leading
     /// zeros), at most a day past `now`: a time in microseconds, or a clock years ahead, is a
-    /// mistake that would keep a dead token from ever being pruned.
-    private mutating func parseRegisteredAt(now: UInt64) throws(Failure) -> UInt64 {
+    /// mistake that would keep a dead token from ever being pruned (or an activity from expiring).
+    private mutating func parseMilliseconds(_ field: String, now: UInt64) throws(Failure) -> UInt64 {
         let start = index
-        let malformed = Failure(column: start + 1, message: "registeredAt must be a whole number of milliseconds since 1970 (0 or more)")
+        let malformed = Failure(column: start + 1, message: "\(field) must be a whole number of milliseconds since 1970 (0 or more)")
         var value: UInt64 = 0
         var digits = 0
         var overflow = false
@@ -356,7 +431,7 @@ public struct TokenLineParser {
         if overflow || (!latest.overflow && value > latest.partialValue) {
             let shown = overflow ? "" : " (\(value) ms)"
             throw Failure(column: start + 1,
-                          message: "registeredAt\(shown) is more than a day after now (\(now) ms); it must be milliseconds since 1970")
+                          message: "\(field)\(shown) is more than a day after now (\(now) ms); it must be milliseconds since 1970")
         }
         return value
     }

@@ -2,8 +2,9 @@ import APNs
 import JSONCore
 
 /// Writes the lines `TokenLineParser` reads, in a fixed member order, so export → import →
-/// export gives the same bytes. `minLevel` is always written, and `registeredAt` whenever the
-/// time is known (an export always knows it; `tokens generate` does not).
+/// export gives the same bytes. `minLevel` is always written, `registeredAt` whenever the time is
+/// known (an export always knows it; `tokens generate` does not), and `broadcast` only when true:
+/// an absent field imports as "keep", which for a new installation is false.
 public enum TokenLineWriter {
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
@@ -13,22 +14,16 @@ public enum TokenLineWriter {
         guard let token = installation.token(kind) else { return }
         out.append(contentsOf: "{\"installationId\":".utf8)
         JSONWriter.appendQuoted(installation.id, to: &out)
-        out.append(contentsOf: ",\"app\":".utf8)
-        JSONWriter.appendQuoted(installation.app, to: &out)
-        out.append(contentsOf: ",\"environment\":\"".utf8)
-        out.append(contentsOf: installation.environment.name.utf8)
-        out.append(contentsOf: "\",\"kind\":\"".utf8)
+        appendPlace(app: installation.app, environment: installation.environment, to: &out)
+        out.append(contentsOf: ",\"kind\":\"".utf8)
         out.append(contentsOf: kind.name.utf8)
-        out.append(contentsOf: "\",\"token\":\"".utf8)
-        for byte in token {
-            out.append(hexDigits[Int(byte >> 4)])
-            out.append(hexDigits[Int(byte & 0x0f)])
-        }
         out.append(UInt8(ascii: "\""))
+        appendToken(token, to: &out)
         if let registeredAt {
             out.append(contentsOf: ",\"registeredAt\":".utf8)
             out.append(contentsOf: String(registeredAt).utf8)
         }
+        if installation.broadcast { out.append(contentsOf: ",\"broadcast\":true".utf8) }
         out.append(contentsOf: ",\"topics\":[".utf8)
         for (index, topic) in installation.topics(kind).enumerated() {
             if index > 0 { out.append(UInt8(ascii: ",")) }
@@ -39,5 +34,38 @@ public enum TokenLineWriter {
             out.append(UInt8(ascii: "}"))
         }
         out.append(contentsOf: "]}\n".utf8)
+    }
+
+    /// Appends one activity line (with its newline) to `out`. `expiresAt` is not written: an
+    /// import sets it 8 hours after `startedAt`, as `activities register` does.
+    public static func append(_ activity: ActivityRecord, to out: inout [UInt8]) {
+        out.append(contentsOf: "{\"activityId\":".utf8)
+        JSONWriter.appendQuoted(activity.id, to: &out)
+        appendPlace(app: activity.app, environment: activity.environment, to: &out)
+        out.append(contentsOf: ",\"eventKey\":".utf8)
+        JSONWriter.appendQuoted(activity.eventKey, to: &out)
+        appendToken(activity.updateToken, to: &out)
+        out.append(contentsOf: ",\"startedAt\":".utf8)
+        out.append(contentsOf: String(activity.startedAt).utf8)
+        out.append(contentsOf: "}\n".utf8)
+    }
+
+    /// `,"app":…,"environment":"…"`: both line shapes carry them.
+    private static func appendPlace(app: String, environment: Environment, to out: inout [UInt8]) {
+        out.append(contentsOf: ",\"app\":".utf8)
+        JSONWriter.appendQuoted(app, to: &out)
+        out.append(contentsOf: ",\"environment\":\"".utf8)
+        out.append(contentsOf: environment.name.utf8)
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// `,"token":"<hex>"`.
+    private static func appendToken(_ token: [UInt8], to out: inout [UInt8]) {
+        out.append(contentsOf: ",\"token\":\"".utf8)
+        for byte in token {
+            out.append(hexDigits[Int(byte >> 4)])
+            out.append(hexDigits[Int(byte & 0x0f)])
+        }
+        out.append(UInt8(ascii: "\""))
     }
 }
