@@ -51,6 +51,44 @@ import Testing
         #expect(listCode == .noInput, "no store was created for a refused registration")
     }
 
+    @Test("an activity line in a token file is stored like a registered activity and listed under its event key")
+    func anImportedActivityLineIsListed() {
+        let fixture = CLIFixture()
+        let lines = [
+            #"{"activityId":"act-1","app":"com.example.eew","environment":"production","eventKey":"eew-7","token":"\#(Self.token)","startedAt":1700000000000}"#,
+            #"{"installationId":"i1","app":"com.example.eew","environment":"sandbox","kind":"device","token":"\#(Self.token)","topics":[]}"#,
+            #"{"eventKey":"eew-7","activityId":"act-2","app":"com.example.eew","environment":"sandbox","token":"\#(Self.token)"}"#,
+        ]
+        let (code, out, err) = fixture.run(["tokens", "import", fixture.file("in.jsonl", lines.joined(separator: "\n")), "--store", fixture.store])
+        #expect(code == .success, "\(err)")
+        #expect(out == "imported 3 of 3 lines (0 bad)\n")
+        let (_, listed, _) = fixture.run(["activities", "list", "--event-key", "eew-7", "--json", "--store", fixture.store])
+        let rows = listed.split(separator: "\n")
+        #expect(rows.count == 2, "\(listed)")
+        #expect(rows.first == #"{"activityId":"act-1","app":"com.example.eew","environment":"production","token":"…a4b5c6d7","startedAt":1700000000000,"expiresAt":1700028800000}"#)
+        #expect(rows.last?.hasPrefix(#"{"activityId":"act-2","app":"com.example.eew","environment":"sandbox""#) == true)
+        #expect(fixture.run(["store", "check", "--store", fixture.store]).0 == .success)
+    }
+
+    @Test("bad activity lines are reported by line number and field, and the good lines are imported")
+    func badActivityLinesAreReported() {
+        let fixture = CLIFixture()
+        let good = #"{"activityId":"act-1","app":"com.example.eew","environment":"sandbox","eventKey":"eew-7","token":"\#(Self.token)"}"#
+        let lines = [
+            good,
+            good.replacingOccurrences(#""eventKey":"eew-7","#, ""),
+            good.replacingOccurrences(#""eventKey""#, #""kind":"device","eventKey""#),
+            good.replacingOccurrences(#""app""#, #""startedAt":"soon","app""#),
+        ]
+        let (code, out, err) = fixture.run(["tokens", "import", fixture.file("in.jsonl", lines.joined(separator: "\n")), "--store", fixture.store])
+        #expect(code == .dataError)
+        #expect(out == "imported 1 of 4 lines (3 bad)\n")
+        #expect(err.contains(#"line 2: missing field "eventKey" (column "#), "\(err)")
+        #expect(err.contains(#"line 3: field "kind" does not belong in an activity line (it has "activityId") (column 71)"#), "\(err)")
+        #expect(err.contains("line 4: startedAt must be a whole number of milliseconds since 1970 (0 or more) (column 35)"), "\(err)")
+        #expect(!err.contains(Self.token), "a full token must never be printed")
+    }
+
     @Test("a missing required option is a usage error naming it")
     func missingOptionsAreUsageErrors() {
         let fixture = CLIFixture()

@@ -68,23 +68,30 @@ import Testing
         let fixture = CLIFixture()
         let (_, generated, _) = fixture.run(["tokens", "generate", "--count", "300", "--topics", "7", "--levels", "4", "--seed", "9"])
         #expect(generated.split(separator: "\n").count == 300)
-        // One installation with both kinds of token and two topics.
+        // One installation on iOS 18 with both kinds of token and two topics.
         let both = [
-            #"{"installationId":"both","app":"com.example.eew","environment":"production","kind":"device","token":"\#(Self.token(5))","registeredAt":1700000000001,"topics":[{"name":"b","minLevel":0},{"name":"a","minLevel":2}]}"#,
-            #"{"installationId":"both","app":"com.example.eew","environment":"production","kind":"pushToStart","token":"\#(Self.token(6))","registeredAt":0,"topics":[{"name":"b","minLevel":0},{"name":"a","minLevel":2}]}"#,
+            #"{"installationId":"both","app":"com.example.eew","environment":"production","kind":"device","token":"\#(Self.token(5))","registeredAt":1700000000001,"broadcast":true,"topics":[{"name":"b","minLevel":0},{"name":"a","minLevel":2}]}"#,
+            #"{"installationId":"both","app":"com.example.eew","environment":"production","kind":"pushToStart","token":"\#(Self.token(6))","registeredAt":0,"broadcast":true,"topics":[{"name":"b","minLevel":0},{"name":"a","minLevel":2}]}"#,
         ].joined(separator: "\n")
-        let input = fixture.file("in.jsonl", generated + both + "\n")
+        // Two iOS 17 activities, out of id order.
+        let activities = [
+            #"{"activityId":"act-2","app":"com.example.eew","environment":"sandbox","eventKey":"eew-7","token":"\#(Self.token(8))","startedAt":1700000000000}"#,
+            #"{"activityId":"act-1","app":"com.example.eew","environment":"production","eventKey":"eew-\u00e9","token":"\#(Self.token(7))","startedAt":0}"#,
+        ]
+        let input = fixture.file("in.jsonl", activities[0] + "\n" + generated + both + "\n" + activities[1] + "\n")
         #expect(fixture.run(["tokens", "import", input, "--store", fixture.store]).0 == .success)
         let (code, exported, _) = fixture.run(["tokens", "export", "--store", fixture.store])
         #expect(code == .success)
-        #expect(exported.split(separator: "\n").count == 302)
+        #expect(exported.split(separator: "\n").count == 304)
         #expect(exported.contains(both.split(separator: "\n")[1] + "\n" + both.split(separator: "\n")[0]))
+        // Activities come last, in id order (the escape written as the character it stands for).
+        #expect(exported.hasSuffix(activities[1].replacingOccurrences(#"\u00e9"#, "é") + "\n" + activities[0] + "\n"), "\(exported.suffix(400))")
         let second = fixture.directory + "/second"
         let exportFile = fixture.file("export.jsonl", exported)
         #expect(fixture.run(["tokens", "import", exportFile, "--store", second]).0 == .success)
         #expect(fixture.run(["tokens", "export", "--store", second]).1 == exported)
-        // Every exported line says when its token was registered (the generated ones: at the import).
-        #expect(exported.split(separator: "\n").allSatisfy { $0.contains(#"","registeredAt":"#) })
+        // Every exported token line says when its token was registered (the generated ones: at the import).
+        #expect(exported.split(separator: "\n").dropLast(2).allSatisfy { $0.contains(#"","registeredAt":"#) })
     }
 
     @Test func aReSyncWithoutRegisteredAtKeepsTheStoredTime() {

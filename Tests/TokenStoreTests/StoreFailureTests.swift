@@ -135,6 +135,41 @@ import Testing
         #expect(raw?.first == Installation.layoutVersion)
     }
 
+    @Test func aSchema3StoreIsMigratedKeepingItsInstallationsAndClearingEventProgress() throws {
+        let fixture = StoreFixture()
+        let topics = [TopicSubscription(name: "region:301", minLevel: 3)]
+        do {
+            let store = try fixture.open()
+            try store.write([
+                .register(registration("both", token(1), topics: topics), at: 1_000),
+                .register(registration("both", token(2), kind: .device, topics: topics), at: 1_000),
+                .putEventProgress(EventProgress(eventKey: "eew-7", phase: .sending, deadline: 5_000, updatedAt: 1_000)),
+            ])
+            store.close()
+        }
+        do {
+            // Back to schema 3: installation records in layout 2 (no broadcast byte), topic
+            // entries without the flag, and an events record in the old layout.
+            let environment = try LMDBEnvironment(directory: fixture.directory, mapSize: 1 << 24, readOnly: false)
+            let txn = try environment.begin(readOnly: false)
+            let installations = try txn.openDatabase("installations", flags: 0, create: false)!
+            let current = try #require(try txn.get(installations, Array("both".utf8)).map(Array.init))
+            #expect(current.first == 3 && current.last == 0)
+            try txn.put(installations, Array("both".utf8), [2] + current.dropFirst().dropLast())
+            let meta = try txn.openDatabase("meta", flags: 0, create: false)!
+            try txn.put(meta, StoreSchema.versionKey, [0, 0, 0, 3])
+            try txn.commit()
+        }
+        let store = try fixture.open()
+        #expect(try store.schemaVersion == 4)
+        let both = try #require(try store.installation(id: "both"))
+        #expect(both.pushToStartToken == token(1) && both.deviceToken == token(2) && both.topics(.device) == topics)
+        #expect(!both.broadcast)
+        #expect(try store.eventProgress(eventKey: "eew-7") == nil)
+        #expect(try store.scannedTargets("region:301").map(\.broadcast) == [false, false])
+        #expect(try store.check().isConsistent)
+    }
+
     @Test func aWriterWaitsForAnotherProcessThenFailsClearly() throws {
         let fixture = StoreFixture()
         _ = try fixture.open()

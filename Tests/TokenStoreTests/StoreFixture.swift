@@ -37,20 +37,38 @@ func token(_ seed: Int, length: Int = 32) -> [UInt8] {
 }
 
 func registration(_ id: String, _ tokenBytes: [UInt8], kind: TokenKind = .pushToStart, app: String = "com.example.eew",
-                  topics: [TopicSubscription] = [TopicSubscription(name: "region:301")]) -> TokenRegistration {
-    TokenRegistration(installationID: id, app: app, environment: .sandbox, kind: kind, token: tokenBytes, topics: topics)
+                  topics: [TopicSubscription] = [TopicSubscription(name: "region:301")], broadcast: Bool? = nil) -> TokenRegistration {
+    TokenRegistration(installationID: id, app: app, environment: .sandbox, kind: kind, token: tokenBytes, topics: topics, broadcast: broadcast)
+}
+
+/// What a scan reports of one target.
+struct ScannedTarget: Equatable, CustomStringConvertible {
+    let token: [UInt8]
+    let kind: TokenKind
+    let minLevel: UInt8
+    let broadcast: Bool
+    var description: String { "\(kind.name) …\(TokenStore.tail(token)) level \(minLevel)\(broadcast ? " broadcast" : "")" }
 }
 
 extension TokenStore {
-    /// Every target of a topic, drained in batches of `batch`.
-    func targets(_ topic: String, level: UInt8 = 255, kind: TokenKind? = nil, batch: Int = 1000,
-                 after: TopicWatermark? = nil) throws -> [[UInt8]] {
+    /// Every target of a topic with what the scan says of it, in scan order, drained in batches of `batch`.
+    func scannedTargets(_ topic: String, level: UInt8 = 255, kind: TokenKind? = nil, batch: Int = 1000,
+                        after: TopicWatermark? = nil) throws -> [ScannedTarget] {
         let scan = scanTopic(app: "com.example.eew", environment: .sandbox, topic: topic, level: level, kind: kind, after: after, batch: batch)
-        var result: [[UInt8]] = []
+        var result: [ScannedTarget] = []
         var targetBatch = TargetBatch()
         while try scan.next(into: &targetBatch) {
-            for index in 0..<targetBatch.count { result.append(Array(targetBatch.token(at: index))) }
+            for index in 0..<targetBatch.count {
+                result.append(ScannedTarget(token: Array(targetBatch.token(at: index)), kind: targetBatch.kinds[index],
+                                            minLevel: targetBatch.minLevels[index], broadcast: targetBatch.broadcast[index]))
+            }
         }
         return result
+    }
+
+    /// The tokens of `scannedTargets`.
+    func targets(_ topic: String, level: UInt8 = 255, kind: TokenKind? = nil, batch: Int = 1000,
+                 after: TopicWatermark? = nil) throws -> [[UInt8]] {
+        try scannedTargets(topic, level: level, kind: kind, batch: batch, after: after).map(\.token)
     }
 }

@@ -110,6 +110,22 @@ import Testing
         #expect(self.failure(twice)?.contains(#"field "registeredAt" appears twice"#) == true)
     }
 
+    @Test func broadcastIsOptionalAndOnlyTrueOrFalse() throws {
+        #expect(try TokenLineParser.parse(line).broadcast == nil)
+        for (value, expected) in [("true", true), ("false", false)] {
+            let flagged = line.replacingOccurrences(#","topics""#, #","broadcast":\#(value),"topics""#)
+            #expect(try TokenLineParser.parse(flagged).broadcast == expected)
+        }
+        for value in [#""true""#, "1", "null", "tru", "True"] {
+            let bad = line.replacingOccurrences(#","topics""#, #","broadcast":\#(value),"topics""#)
+            #expect(throws: TokenLineParser.Failure(column: column(of: #""broadcast":"#, in: bad) + 12, message: "broadcast must be true or false")) {
+                _ = try TokenLineParser.parse(bad)
+            }
+        }
+        let twice = line.replacingOccurrences(#","topics""#, #","broadcast":true,"broadcast":false,"topics""#)
+        #expect(failure(twice)?.contains(#"field "broadcast" appears twice"#) == true)
+    }
+
     @Test func theMessageCarriesTheColumnAndNeverTheToken() {
         let bad = line.replacingOccurrences("pushToStart", "alert")
         do {
@@ -147,6 +163,65 @@ import Testing
         // The time is written when known, and read back exactly.
         #expect(first.registeredAt == 1_717_000_000_123 && lines[0].contains(#","registeredAt":1717000000123,"topics":["#))
         #expect(second.registeredAt == nil && !lines[1].contains("registeredAt"))
+        // broadcast is written only when true, between registeredAt and topics, and read back.
+        #expect(!lines.contains { $0.contains("broadcast") })
+        installation.broadcast = true
+        var flagged: [UInt8] = []
+        TokenLineWriter.append(installation, kind: .device, registeredAt: 5, to: &flagged)
+        let flaggedLine = String(decoding: flagged.dropLast(), as: UTF8.self)
+        #expect(flaggedLine.contains(#","registeredAt":5,"broadcast":true,"topics":["#))
+        #expect(try TokenLineParser.parse(flaggedLine).broadcast == true)
+    }
+
+    var activityLine: String {
+        #"{"activityId":"act-1","app":"com.example.eew","environment":"production","eventKey":"eew-7","token":"\#(hex)","startedAt":1717000000000}"#
+    }
+
+    @Test func anActivityLineIsAnActivityWithItsUpdateTokenWrittenBackTheSame() throws {
+        let now: UInt64 = 1_717_000_001_000
+        let expected = ActivityRecord(id: "act-1", app: "com.example.eew", environment: .production,
+                                      updateToken: try TokenLineParser.parse(line).token, eventKey: "eew-7", startedAt: 1_717_000_000_000)
+        #expect(try TokenLineParser.parseLine(activityLine, now: now) == .activity(expected))
+        // Any member order: the first field of one shape only decides, wherever it stands.
+        let reordered = #"{"token":"\#(hex)","app":"com.example.eew","environment":"production","startedAt":1717000000000,"eventKey":"eew-7","activityId":"act-1"}"#
+        #expect(try TokenLineParser.parseLine(reordered, now: now) == .activity(expected))
+        var bytes: [UInt8] = []
+        TokenLineWriter.append(expected, to: &bytes)
+        #expect(String(decoding: bytes, as: UTF8.self) == activityLine + "\n")
+        // Without startedAt the activity starts at the import, and its 8 hours run from then.
+        let untimed = try TokenLineParser.parseLine(activityLine.replacingOccurrences(#","startedAt":1717000000000"#, ""), now: now)
+        #expect(untimed == .activity(ActivityRecord(id: "act-1", app: "com.example.eew", environment: .production,
+                                                    updateToken: expected.updateToken, eventKey: "eew-7", startedAt: now)))
+        // Where only a token line will do, an activity line is refused.
+        #expect(failure(activityLine)?.contains("an activity line where a token line was expected") == true)
+    }
+
+    @Test func badActivityLinesAreRefusedNamingTheFieldAtItsColumn() {
+        let now: UInt64 = 1_717_000_001_000
+        func refusal(_ text: String) -> TokenLineParser.Failure? {
+            do { _ = try TokenLineParser.parseLine(text, now: now); return nil } catch { return error }
+        }
+        let withKind = activityLine.replacingOccurrences(#""eventKey""#, #""kind":"device","eventKey""#)
+        #expect(refusal(withKind) == TokenLineParser.Failure(column: column(of: #""kind""#, in: withKind),
+                                                             message: #"field "kind" does not belong in an activity line (it has "activityId")"#))
+        let withEvent = line.replacingOccurrences(#","topics""#, #","eventKey":"eew-7","topics""#)
+        #expect(refusal(withEvent) == TokenLineParser.Failure(column: column(of: #""eventKey""#, in: withEvent),
+                                                              message: #"field "eventKey" does not belong in a token line (it has "installationId")"#))
+        let cases: [(String, String)] = [
+            (activityLine.replacingOccurrences(#","eventKey":"eew-7""#, ""), #"missing field "eventKey""#),
+            (activityLine.replacingOccurrences(#""app""#, #""activityId":"act-2","app""#), #"field "activityId" appears twice"#),
+            (activityLine.replacingOccurrences(#""eventKey""#, #""event""#), #"unknown field "event""#),
+            (activityLine.replacingOccurrences(#""act-1""#, #""""#), "activityId is empty"),
+            (activityLine.replacingOccurrences(#""eew-7""#, #""""#), "eventKey is empty"),
+            (activityLine.replacingOccurrences(hex, "abc"), "token must be an even number of hex digits"),
+            (activityLine.replacingOccurrences("1717000000000", "-1"), "startedAt must be a whole number of milliseconds since 1970"),
+            (activityLine.replacingOccurrences("1717000000000", "1717000000000000"), "startedAt (1717000000000000 ms) is more than a day after now"),
+            (activityLine.replacingOccurrences("production", "staging"), #"environment must be "production" or "sandbox""#),
+        ]
+        for (text, expected) in cases {
+            let message = refusal(text)?.message
+            #expect(message?.contains(expected) == true, "\(text) → \(message ?? "accepted")")
+        }
     }
 }
 
@@ -168,6 +243,13 @@ extension String {
         }
         return String(decoding: result, as: UTF8.self)
     }
+}
+
+/// The 1-based byte column where `text` first occurs in `line` (what a `Failure` reports).
+func column(of text: String, in line: String) -> Int {
+    let haystack = Array(line.utf8), needle = Array(text.utf8)
+    let offset = (0...(haystack.count - needle.count)).first { Array(haystack[$0..<$0 + needle.count]) == needle }
+    return offset! + 1
 }
 
 extension TokenLineParser.Failure {
