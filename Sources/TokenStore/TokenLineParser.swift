@@ -94,10 +94,11 @@ public struct TokenLineParser {
             let key = try parseString()
             try expect(UInt8(ascii: ":"), "expected ':' after \"\(key)\"")
             skipWhitespace()
-            func once<T>(_ value: T?) throws(Failure) {
+            // Refuses a repeated field, and a field of the other shape than the line's (`wanted`:
+            // the shape the field belongs to only; nil for the fields both shapes have).
+            func claim<T>(_ value: T?, _ wanted: Shape? = nil) throws(Failure) {
                 if value != nil { throw Failure(column: keyStart + 1, message: "field \"\(key)\" appears twice") }
-            }
-            func belongs(to wanted: Shape) throws(Failure) {
+                guard let wanted else { return }
                 guard let (decided, field) = shape else { shape = (wanted, key); return }
                 guard decided == wanted else {
                     let line = decided == .activity ? "an activity line" : "a token line"
@@ -106,45 +107,37 @@ public struct TokenLineParser {
             }
             switch key {
             case "installationId":
-                try once(installationID)
-                try belongs(to: .registration)
+                try claim(installationID, .registration)
                 installationID = try parseName("installationId")
             case "app":
-                try once(app)
+                try claim(app)
                 app = try parseName("app")
             case "environment":
-                try once(environment)
+                try claim(environment)
                 environment = try parseChoice("environment", ["production", "sandbox"], Environment.init(rawValue:))
             case "kind":
-                try once(kind)
-                try belongs(to: .registration)
+                try claim(kind, .registration)
                 kind = try parseChoice("kind", ["pushToStart", "device"], TokenKind.init(name:))
             case "token":
-                try once(token)
+                try claim(token)
                 token = try parseHexToken()
             case "registeredAt":
-                try once(registeredAt)
-                try belongs(to: .registration)
+                try claim(registeredAt, .registration)
                 registeredAt = try parseMilliseconds("registeredAt", now: now)
             case "broadcast":
-                try once(broadcast)
-                try belongs(to: .registration)
+                try claim(broadcast, .registration)
                 broadcast = try parseBoolean("broadcast")
             case "topics":
-                try once(topics)
-                try belongs(to: .registration)
+                try claim(topics, .registration)
                 topics = try parseTopics()
             case "activityId":
-                try once(activityID)
-                try belongs(to: .activity)
+                try claim(activityID, .activity)
                 activityID = try parseName("activityId")
             case "eventKey":
-                try once(eventKey)
-                try belongs(to: .activity)
+                try claim(eventKey, .activity)
                 eventKey = try parseName("eventKey")
             case "startedAt":
-                try once(startedAt)
-                try belongs(to: .activity)
+                try claim(startedAt, .activity)
                 startedAt = try parseMilliseconds("startedAt", now: now)
             default:
                 throw Failure(column: keyStart + 1, message: "unknown field \"\(key)\"; a token line has installationId, app, environment, kind, token, registeredAt (optional), broadcast (optional), topics; an activity line has activityId, app, environment, eventKey, token, startedAt (optional)")
