@@ -143,7 +143,6 @@ import Testing
             try store.write([
                 .register(registration("both", token(1), topics: topics), at: 1_000),
                 .register(registration("both", token(2), kind: .device, topics: topics), at: 1_000),
-                .putEventProgress(EventProgress(eventKey: "eew-7", phase: .sending, deadline: 5_000, updatedAt: 1_000)),
             ])
             store.close()
         }
@@ -156,6 +155,13 @@ import Testing
             let current = try #require(try txn.get(installations, Array("both".utf8)).map(Array.init))
             #expect(current.first == 3 && current.last == 0)
             try txn.put(installations, Array("both".utf8), [2] + current.dropFirst().dropLast())
+            // An event progress record as schema 3 wrote it: phase, watermark, four times.
+            var progress = RecordWriter()
+            progress.uint8(1)
+            progress.data([])
+            for time: UInt64 in [0, 0, 5_000, 1_000] { progress.uint64(time) }
+            let events = try txn.openDatabase("events", flags: 0, create: false)!
+            try txn.put(events, Array("eew-7".utf8), progress.bytes)
             let meta = try txn.openDatabase("meta", flags: 0, create: false)!
             try txn.put(meta, StoreSchema.versionKey, [0, 0, 0, 3])
             try txn.commit()
@@ -165,7 +171,7 @@ import Testing
         let both = try #require(try store.installation(id: "both"))
         #expect(both.pushToStartToken == token(1) && both.deviceToken == token(2) && both.topics(.device) == topics)
         #expect(!both.broadcast)
-        #expect(try store.eventProgress(eventKey: "eew-7") == nil)
+        #expect(try store.read { txn throws(StoreError) in try txn.count(store.databases.events) } == 0)
         #expect(try store.scannedTargets("region:301").map(\.broadcast) == [false, false])
         #expect(try store.check().isConsistent)
     }
