@@ -34,7 +34,10 @@ let package = Package(
         // APNs: for DeviceToken.maximumByteCount, the one bound on a token's length.
         .target(name: "TokenStore", dependencies: ["CLMDB", "JSONCore", "APNs"]),
         // The command line: one table-driven parser, one file per sub-command.
-        .target(name: "SokuhoCLI", dependencies: ["JSONCore", "APNs", "Crypto", "IO", "HTTP2", "Sender", "Simulator", "TokenStore"]),
+        .target(name: "SokuhoCLI", dependencies: ["JSONCore", "APNs", "Crypto", "IO", "HTTP2", "Sender", "Simulator", "TokenStore", "Fanout"]),
+        // Live Activity events from the token store: scan → starts per group → pool → outcomes →
+        // store writes (checkpoints, pruning), plus the event's broadcasts and channels.
+        .target(name: "Fanout", dependencies: ["APNs", "Crypto", "HTTP2", "IO", "JSONCore", "Sender", "TokenStore"]),
         // The sending engine: connection pool, push jobs, retries, outcomes.
         .target(name: "Sender", dependencies: ["APNs", "IO", "HTTP2", "Crypto"]),
         // The APNs look-alike for tests, demo and benchmarks.
@@ -45,7 +48,7 @@ let package = Package(
         .testTarget(name: "SokuhoCLITests", dependencies: ["SokuhoCLI"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["IO", "HTTP2", "Crypto", "CNghttp2"]),
         // End to end: the simulator on loopback, driven by the CLI in-process, raw HTTP/2 and curl.
-        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "SokuhoCLI", "APNs", "Crypto", "IO", "HTTP2", "JSONCore"]),
+        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "SokuhoCLI", "APNs", "Crypto", "IO", "HTTP2", "JSONCore", "Fanout", "TokenStore"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "JSONCore"]),
         .testTarget(name: "SenderTests", dependencies: ["Sender", "Simulator", "IO", "HTTP2", "Crypto", "APNs"]),
         // Keys, JWTs and certificates checked against independent implementations (openssl, Python).

@@ -51,25 +51,33 @@ public struct ResponseView {
 
     public var bodyBytes: [UInt8] { Array(body) }
 
+    /// The value of the captured header `name` (lower case), or nil; allocates only the value found.
+    public func header(_ name: String) -> String? {
+        headerValue(name.utf8).map { String(decoding: $0, as: UTF8.self) }
+    }
+
     /// `Retry-After` in delta-seconds (RFC 9110 §10.2.3), without allocating. The HTTP-date form
     /// and anything unparsable read as absent: the caller then uses its own back-off.
     public var retryAfterSeconds: Int? {
+        guard let value = headerValue("retry-after".utf8) else { return nil }
+        var seconds = 0
+        var digits = 0
+        for byte in value where byte != UInt8(ascii: " ") {
+            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte), digits < 9 else { return nil }
+            seconds = seconds * 10 + Int(byte - UInt8(ascii: "0"))
+            digits += 1
+        }
+        return digits > 0 ? seconds : nil
+    }
+
+    /// The bytes of the first captured header called `name`, in place.
+    private func headerValue(_ name: String.UTF8View) -> Slice<UnsafeBufferPointer<UInt8>>? {
         var index = 0
-        let name = "retry-after".utf8
         while index < headerBytes.count {
             guard let nameEnd = headerBytes[index...].firstIndex(of: 0) else { return nil }
             let valueStart = nameEnd + 1
             let valueEnd = headerBytes[valueStart...].firstIndex(of: 0) ?? headerBytes.count
-            if headerBytes[index..<nameEnd].elementsEqual(name) {
-                var seconds = 0
-                var digits = 0
-                for byte in headerBytes[valueStart..<valueEnd] where byte != UInt8(ascii: " ") {
-                    guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte), digits < 9 else { return nil }
-                    seconds = seconds * 10 + Int(byte - UInt8(ascii: "0"))
-                    digits += 1
-                }
-                return digits > 0 ? seconds : nil
-            }
+            if headerBytes[index..<nameEnd].elementsEqual(name) { return headerBytes[valueStart..<valueEnd] }
             index = valueEnd + 1
         }
         return nil

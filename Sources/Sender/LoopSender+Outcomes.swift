@@ -6,14 +6,15 @@ import IO
 /// resend — and, after a halt, the end of everything still queued.
 extension LoopSender {
     func apply(_ disposition: Disposition, to original: PushJob, on slot: PooledConnection, status: Int,
-                       reason: String?, timestamp: Int64?, now: MonotonicInstant) {
+                       reason: Reason?, timestamp: Int64?, now: MonotonicInstant,
+                       ids: (apnsID: String?, uniqueID: String?) = (nil, nil)) {
         var job = original
         switch disposition {
         case let .finish(outcome):
-            finish(job, outcome, status: status, reason: reason, timestamp: timestamp, now: now)
+            finish(job, outcome, status: status, reason: reason, timestamp: timestamp, now: now, ids: ids)
         case let .haltPool(outcome):
-            pool.halt(outcome, message: "APNs refused the credentials or configuration: \(status) \(reason ?? "")")
-            finish(job, outcome, status: status, reason: reason, timestamp: timestamp, now: now)
+            pool.halt(outcome, message: "APNs refused the credentials or configuration: \(status) \(reason?.name ?? "")")
+            finish(job, outcome, status: status, reason: reason, timestamp: timestamp, now: now, ids: ids)
         case let .retry(delay):
             job.attempts += 1
             counters.retries += 1
@@ -36,7 +37,7 @@ extension LoopSender {
         }
     }
 
-    func requeue(_ job: PushJob, after delay: Duration, now: MonotonicInstant, status: Int, reason: String?) {
+    func requeue(_ job: PushJob, after delay: Duration, now: MonotonicInstant, status: Int, reason: Reason?) {
         var job = job
         let due = now + delay
         if let expiry = job.group.deadline, due >= expiry {
@@ -51,12 +52,14 @@ extension LoopSender {
         }
     }
 
-    func finish(_ job: PushJob, _ outcome: PushOutcome, status: Int, reason: String?, timestamp: Int64?, now: MonotonicInstant) {
+    func finish(_ job: PushJob, _ outcome: PushOutcome, status: Int, reason: Reason?, timestamp: Int64?, now: MonotonicInstant,
+                ids: (apnsID: String?, uniqueID: String?) = (nil, nil)) {
         counters[outcome] += 1
         if job.firstSubmitted != 0 { latencies.record(nanoseconds: now.nanoseconds &- job.firstSubmitted) }
         if let sink {
             sink.pushCompleted(CompletedPush(token: job.token, id: job.id, group: job.group, outcome: outcome, status: status,
-                                             reason: reason, timestamp: timestamp, resentAfterUnknown: job.resentAfterUnknown))
+                                             reason: reason, timestamp: timestamp, resentAfterUnknown: job.resentAfterUnknown,
+                                             apnsID: ids.apnsID, uniqueID: ids.uniqueID))
         }
         finished.add(1, ordering: .releasing)
         if idle {

@@ -220,13 +220,14 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
            let diagnosis = clockDiagnosis(reason, on: slot) {
             // A wrong clock does not fix itself by reconnecting: stop once, saying what to fix.
             pool.halt(.authOrConnectionFailure, message: diagnosis)
-            finish(job, .authOrConnectionFailure, status: response.status, reason: reason.name, timestamp: nil, now: now)
+            finish(job, .authOrConnectionFailure, status: response.status, reason: reason, timestamp: nil, now: now)
             return
         }
         let retryAfter = isSuccess ? nil : response.retryAfterSeconds.map { Duration.seconds($0) }
         let disposition = configuration.retry.decide(status: response.status, reason: error.reason, attempts: Int(job.attempts) + 1,
                                                      resends: Int(job.resends), random: nextRandom(), retryAfter: retryAfter)
-        apply(disposition, to: job, on: slot, status: response.status, reason: error.reason?.name, timestamp: error.timestamp, now: now)
+        let ids = configuration.keepsResponseIDs ? (response.header("apns-id"), response.header("apns-unique-id")) : (nil, nil)
+        apply(disposition, to: job, on: slot, status: response.status, reason: error.reason, timestamp: error.timestamp, now: now, ids: ids)
     }
 
     func connection(_ connection: ClientConnection, didFail failure: StreamFailure, stream: Int) {

@@ -39,6 +39,9 @@ public struct PoolConfiguration: Sendable {
     public var pingTimeout: Duration = .seconds(2)
     /// Each address's connect (and the lookup and the TLS handshake) gets this long.
     public var connectTimeout: Duration = .seconds(10)
+    /// Whether outcomes carry each response's `apns-id` and `apns-unique-id` (a delivery audit log
+    /// wants them; they cost two strings per push, so they are off unless asked for).
+    public var keepsResponseIDs = false
     /// How the host name becomes addresses (tests inject failures and addresses here).
     public var resolver: NameResolver?
 

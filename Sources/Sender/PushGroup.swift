@@ -1,3 +1,4 @@
+import APNs
 import HTTP2
 import IO
 
@@ -26,5 +27,14 @@ public final class PushGroup: @unchecked Sendable {
         self.pathPrefix = Array(pathPrefix.utf8)
         self.deadline = deadline
         self.resendUnknown = resendUnknown
+    }
+}
+
+extension PushGroup {
+    /// The group of `notification` (its headers and body, checked by the protocol module) for
+    /// device tokens: one value describes a push, whoever sends it.
+    public convenience init(label: String, notification: Notification, deadline: MonotonicInstant?, resendUnknown: Bool) {
+        self.init(label: label, headers: notification.headers.map { ($0.name, $0.value) }, body: notification.payload,
+                  deadline: deadline, resendUnknown: resendUnknown)
     }
 }

@@ -1,3 +1,4 @@
+import APNs
 /// One push waiting or in flight: a token and a reference to its group. A value type kept in
 /// preallocated rings and tables, so moving it around allocates nothing.
 public struct PushJob: Sendable {
@@ -33,11 +34,15 @@ public struct CompletedPush: Sendable {
     /// The HTTP status of the last response (0 when none came).
     public let status: Int
     /// APNs' reason for the last refusal, if any.
-    public let reason: String?
+    public let reason: Reason?
     /// 410 timestamp in milliseconds, for pruning.
     public let timestamp: Int64?
     /// Whether the push was sent again after an unknown outcome (so it may have arrived twice).
     public let resentAfterUnknown: Bool
+    /// APNs' `apns-id` and `apns-unique-id` of the last response, when the pool was asked to keep
+    /// them (`PoolConfiguration.keepsResponseIDs`, for a delivery audit log): two strings per push.
+    public let apnsID: String?
+    public let uniqueID: String?
 }
 
 /// Receives every push's final outcome on the loop thread that finished it. Keep it cheap.

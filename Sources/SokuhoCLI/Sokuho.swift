@@ -17,6 +17,8 @@ public enum Sokuho {
             VersionCommand.spec,
             TokensCommand.spec,
             ActivitiesCommand.spec,
+            FanoutCommand.spec,
+            DemoCommand.spec,
             StoreCommand.spec,
         ])
 

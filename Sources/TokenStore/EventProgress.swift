@@ -1,3 +1,5 @@
+import APNs
+
 /// What the store remembers of the events it fanned out, in the `events` database. Two records:
 ///
 /// - one `EventSerialRecord` per event key and serial: which body it had (a repeat with the same
@@ -28,9 +30,12 @@ public struct EventSerialRecord: Sendable, Equatable {
     public var updatedAt: UInt64
     /// The report as JSON, as of the last checkpoint (the whole report once `done`).
     public var report: [UInt8]
+    /// The event itself (canonical JSON): a later update that widens the area starts the new
+    /// phones with the start's attributes and alert.
+    public var body: [UInt8]
 
     public init(eventKey: String, serial: UInt32, bodyHash: [UInt8], phase: Phase, startedAt: UInt64, updatedAt: UInt64,
-                report: [UInt8] = []) {
+                report: [UInt8] = [], body: [UInt8] = []) {
         self.eventKey = eventKey
         self.serial = serial
         self.bodyHash = bodyHash
@@ -38,17 +43,19 @@ public struct EventSerialRecord: Sendable, Equatable {
         self.startedAt = startedAt
         self.updatedAt = updatedAt
         self.report = report
+        self.body = body
     }
 
     var key: [UInt8] { EventRecordKey.serial(eventKey: eventKey, serial: serial) }
 
     var encoded: [UInt8] {
-        var writer = RecordWriter(capacity: 64 + report.count)
+        var writer = RecordWriter(capacity: 64 + report.count + body.count)
         writer.data(bodyHash)
         writer.uint8(phase.rawValue)
         writer.uint64(startedAt)
         writer.uint64(updatedAt)
         writer.data(report)
+        writer.data(body)
         return writer.bytes
     }
 
@@ -64,6 +71,7 @@ public struct EventSerialRecord: Sendable, Equatable {
         startedAt = try reader.uint64()
         updatedAt = try reader.uint64()
         report = try reader.data()
+        body = try reader.data()
         guard reader.isAtEnd else { throw StoreError.corrupt(path: "", detail: "event '\(eventKey)' serial \(serial) has trailing bytes") }
     }
 }
@@ -80,6 +88,9 @@ public struct EventSerialRecord: Sendable, Equatable {
 public struct StartProgress: Sendable, Equatable {
     public var eventKey: String
     public var topic: String
+    /// Whose topic it is (what a rescan of the handled targets reads).
+    public var app: String
+    public var environment: Environment
     /// Every target with a minimum level at or below this was handled (nil: none yet).
     public var doneLevel: UInt8?
     /// The level of the scan under way (nil: no scan under way).
@@ -93,10 +104,12 @@ public struct StartProgress: Sendable, Equatable {
     /// Milliseconds since 1970.
     public var updatedAt: UInt64
 
-    public init(eventKey: String, topic: String, doneLevel: UInt8? = nil, scanLevel: UInt8? = nil, completed: [UInt8] = [],
+    public init(eventKey: String, topic: String, app: String, environment: Environment, doneLevel: UInt8? = nil, scanLevel: UInt8? = nil, completed: [UInt8] = [],
                 submitted: [UInt8] = [], answered: [UInt64] = [], updatedAt: UInt64) {
         self.eventKey = eventKey
         self.topic = topic
+        self.app = app
+        self.environment = environment
         self.doneLevel = doneLevel
         self.scanLevel = scanLevel
         self.completed = completed
@@ -109,6 +122,8 @@ public struct StartProgress: Sendable, Equatable {
 
     var encoded: [UInt8] {
         var writer = RecordWriter(capacity: 96 + answered.count * 8)
+        writer.string(app)
+        writer.uint8(environment.storeByte)
         writer.uint8(doneLevel == nil ? 0 : 1)
         writer.uint8(doneLevel ?? 0)
         writer.uint8(scanLevel == nil ? 0 : 1)
@@ -125,6 +140,8 @@ public struct StartProgress: Sendable, Equatable {
         var reader = RecordReader(bytes, what: "start progress of event '\(eventKey)' topic '\(topic)'")
         self.eventKey = eventKey
         self.topic = topic
+        app = try reader.string()
+        environment = try reader.environment()
         let hasDone = try reader.uint8()
         let done = try reader.uint8()
         doneLevel = hasDone == 0 ? nil : done

@@ -74,10 +74,13 @@ final class LMDBEnvironment: @unchecked Sendable {
     }
 
     /// Begins a transaction (a read-only one when `readOnly`). It keeps this environment alive
-    /// until it ends.
-    func begin(readOnly: Bool) throws(StoreError) -> LMDBTransaction {
+    /// until it ends. A write transaction with `sync: false` commits without flushing to disk
+    /// (`MDB_NOSYNC`): it survives the process being killed (the kernel has the pages) but not a
+    /// power loss until the next synced commit flushes it too.
+    func begin(readOnly: Bool, sync: Bool = true) throws(StoreError) -> LMDBTransaction {
         var txn: OpaquePointer?
-        try LMDB.check(mdb_txn_begin(handle, nil, readOnly ? UInt32(MDB_RDONLY) : 0, &txn), "mdb_txn_begin", at: path)
+        let flags = readOnly ? UInt32(MDB_RDONLY) : (sync ? 0 : UInt32(MDB_NOSYNC))
+        try LMDB.check(mdb_txn_begin(handle, nil, flags, &txn), "mdb_txn_begin", at: path)
         return LMDBTransaction(adopting: txn!, in: self, readOnly: readOnly)
     }
 

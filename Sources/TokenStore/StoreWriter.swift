@@ -13,6 +13,9 @@ final class StoreWriter: @unchecked Sendable {
     struct Pending {
         let operations: [WriteOperation]
         let done: Done
+        /// Whether the commit must reach the disk before `done` (false: surviving a killed process
+        /// is enough, e.g. a fan-out checkpoint written many times a second).
+        let durable: Bool
     }
 
     private let queue = WorkQueue<Pending>()
@@ -42,8 +45,8 @@ final class StoreWriter: @unchecked Sendable {
     }
 
     /// Queues `operations`; `done` runs on the writer thread after the batch commits or fails.
-    func submit(_ operations: [WriteOperation], done: @escaping Done) -> Bool {
-        queue.put(Pending(operations: operations, done: done))
+    func submit(_ operations: [WriteOperation], durable: Bool, done: @escaping Done) -> Bool {
+        queue.put(Pending(operations: operations, done: done, durable: durable))
     }
 
     /// Finishes the queued work, then ends the thread. Safe to call from several threads at once
@@ -90,7 +93,9 @@ final class StoreWriter: @unchecked Sendable {
             try writerLock.acquire()
             defer { writerLock.release() }
             let attempt: Result<[WriteOutcome], StoreError> = mapGuard.sharedResult { () throws(StoreError) in
-                let update = RegistryUpdate(txn: try environment.begin(readOnly: false), databases: databases)
+                // One durable operation makes the whole batch durable.
+                let sync = batch.contains { $0.durable }
+                let update = RegistryUpdate(txn: try environment.begin(readOnly: false, sync: sync), databases: databases)
                 // A throw (MDB_MAP_FULL above all) drops `update`, which aborts its transaction.
                 let outcomes = try update.apply(batch: batch.flatMap(\.operations))
                 try update.commit()

@@ -84,27 +84,30 @@ public final class TokenStore: @unchecked Sendable {
     // MARK: Writing
 
     /// Queues `operations` for the writer thread; `done` is called on that thread once the batch
-    /// holding them has committed (or failed; then none of them was written).
-    public func submit(_ operations: [WriteOperation], done: @escaping @Sendable (Result<[WriteOutcome], StoreError>) -> Void) throws(StoreError) {
+    /// holding them has committed (or failed; then none of them was written). With `durable`
+    /// false the commit is not flushed to disk: it survives the process being killed, and the
+    /// next durable commit (or the kernel's writeback) takes it to the disk.
+    public func submit(_ operations: [WriteOperation], durable: Bool = true,
+                       done: @escaping @Sendable (Result<[WriteOutcome], StoreError>) -> Void) throws(StoreError) {
         guard let writer else { throw StoreError.invalid("the token store at \(directory) was opened read-only") }
         for operation in operations { try operation.validate() }
-        guard writer.submit(operations, done: done) else {
+        guard writer.submit(operations, durable: durable, done: done) else {
             throw StoreError.invalid("the token store at \(directory) is closed")
         }
     }
 
     /// Queues `operations` and returns at once; `wait()` on the ticket blocks until they commit.
     /// Lets a producer (an import) keep parsing while the writer commits its previous chunk.
-    public func enqueue(_ operations: [WriteOperation]) throws(StoreError) -> WriteTicket {
+    public func enqueue(_ operations: [WriteOperation], durable: Bool = true) throws(StoreError) -> WriteTicket {
         let ticket = WriteTicket()
-        try submit(operations) { ticket.completion.fulfil($0) }
+        try submit(operations, durable: durable) { ticket.completion.fulfil($0) }
         return ticket
     }
 
     /// Writes `operations` and waits until they are committed.
     @discardableResult
-    public func write(_ operations: [WriteOperation]) throws(StoreError) -> [WriteOutcome] {
-        try enqueue(operations).wait()
+    public func write(_ operations: [WriteOperation], durable: Bool = true) throws(StoreError) -> [WriteOutcome] {
+        try enqueue(operations, durable: durable).wait()
     }
 
     /// Writes `operations` without blocking the calling task's thread.

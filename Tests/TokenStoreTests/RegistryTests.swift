@@ -244,10 +244,10 @@ import Testing
                                     channelID: "dHN0LXNyY2gtY2hubA==", storagePolicy: .mostRecentMessageStored)
         let serial = EventSerialRecord(eventKey: "eew-1", serial: 2, bodyHash: Array(repeating: 7, count: 32), phase: .sending,
                                        startedAt: 4, updatedAt: 5, report: Array("{}".utf8))
-        let progress = StartProgress(eventKey: "eew-1", topic: "region:301", doneLevel: 3, scanLevel: 5, completed: [32, 0, 1, 2],
+        let progress = StartProgress(eventKey: "eew-1", topic: "region:301", app: "com.example.eew", environment: .production, doneLevel: 3, scanLevel: 5, completed: [32, 0, 1, 2],
                                      submitted: [32, 0, 1, 3], answered: [42, .max], updatedAt: 5)
         // "eew-1" must not pick up the records of "eew-10": keys end the event key with a NUL.
-        let neighbour = StartProgress(eventKey: "eew-10", topic: "region:301", doneLevel: nil, updatedAt: 1)
+        let neighbour = StartProgress(eventKey: "eew-10", topic: "region:301", app: "com.example.eew", environment: .sandbox, doneLevel: nil, updatedAt: 1)
         try store.write([.putChannel(channel), .putEventSerial(serial), .putStartProgress(progress), .putStartProgress(neighbour)])
         #expect(try store.channel(app: "com.example.news", environment: .production, name: "election-2026") == channel)
         #expect(try store.channel(app: "com.example.news", environment: .sandbox, name: "election-2026") == nil)

@@ -1,0 +1,79 @@
+import APNs
+import IO
+import JSONCore
+import Sender
+
+/// The rendered pushes of one event group, built once per run (a push job is then a token and a
+/// reference to one of these): the start for iOS 18 phones (subscribed to the group's channel),
+/// the start for iOS 17 phones (no `input-push-channel`, which would make them refuse it), the
+/// ordinary alert for phones without Live Activities, and the update or end for activity tokens.
+struct EventPushes {
+    var startBroadcastCapable: PushGroup?
+    var startPlain: PushGroup?
+    var fallback: PushGroup?
+    var activityUpdate: PushGroup?
+    /// The broadcast to the group's channel (update and end).
+    var broadcastBody: [UInt8]?
+
+    /// What starts carry when the event itself is an update that widened the area: the start's
+    /// attributes and alert (from the event's last start serial).
+    struct StartContent {
+        var attributesType: String
+        var attributes: [UInt8]
+        var alert: LiveActivityAlert
+    }
+
+    static func render(event: FanoutEvent, group: FanoutEvent.Group, channel: ChannelID?, startContent: StartContent?,
+                       timestamp: Int64, expiration: Expiration, deadline: MonotonicInstant?) throws(FanoutError) -> EventPushes {
+        var pushes = EventPushes()
+        let resendStarts = event.onUnknown == .resend
+        do throws(ValidationError) {
+            func liveActivity(_ payload: LiveActivityPayload) throws(ValidationError) -> Notification {
+                try Notification(pushType: .liveactivity, bundle: event.app, priority: event.priority, expiration: expiration,
+                                 payload: try payload.render())
+            }
+            if let content = startContent, let state = group.contentState {
+                var start = LiveActivityPayload.start(timestamp: timestamp, attributesType: content.attributesType,
+                                                      attributes: content.attributes, contentState: state, alert: content.alert)
+                start.staleDate = group.staleDate
+                start.relevanceScore = group.relevanceScore
+                pushes.startPlain = PushGroup(label: group.topic, notification: try liveActivity(start), deadline: deadline,
+                                              resendUnknown: resendStarts)
+                start.inputPushChannel = channel
+                start.requestsUpdateToken = event.inputPushToken
+                pushes.startBroadcastCapable = PushGroup(label: group.topic, notification: try liveActivity(start), deadline: deadline,
+                                                         resendUnknown: resendStarts)
+            }
+            if let alert = event.fallbackAlert {
+                var writer = JSONWriter()
+                writer.beginObject(); writer.key("aps"); writer.beginObject()
+                writer.key("alert"); alert.write(to: &writer)
+                if let sound = alert.sound { writer.key("sound"); writer.string(sound) }
+                writer.endObject(); writer.endObject()
+                let notification = try Notification(pushType: .alert, bundle: event.app, priority: .immediate, expiration: expiration,
+                                                    payload: writer.bytes)
+                pushes.fallback = PushGroup(label: group.topic, notification: notification, deadline: deadline, resendUnknown: resendStarts)
+            }
+            if event.kind != .start {
+                var payload = event.kind == .update
+                    ? LiveActivityPayload.update(timestamp: timestamp, contentState: group.contentState ?? [])
+                    : LiveActivityPayload.end(timestamp: timestamp, contentState: group.contentState, dismissalDate: group.dismissalDate)
+                if event.kind == .update {
+                    payload.staleDate = group.staleDate
+                    payload.relevanceScore = group.relevanceScore
+                }
+                if event.kind == .update || group.contentState != nil || group.dismissalDate != nil {
+                    payload.alert = event.alert
+                }
+                // Updates and ends carry a timestamp: a phone shows the newest, so sending one
+                // twice is harmless and an unknown outcome is always resent.
+                pushes.activityUpdate = PushGroup(label: group.topic, notification: try liveActivity(payload), deadline: deadline,
+                                                  resendUnknown: true)
+                pushes.broadcastBody = try payload.render(for: .broadcast)
+            }
+        } catch {
+            throw FanoutError(.invalidEvent, "groups[\(group.index)] (\(group.topic)): \(error)")
+        }
+        return pushes
+    }
+}

@@ -1,0 +1,421 @@
+import APNs
+import Crypto
+import HTTP2
+import IO
+import Sender
+import TokenStore
+
+/// How a fan-out reaches APNs and what it may do beyond the event's own fields.
+public struct FanoutOptions: Sendable {
+    /// The push host's pool (device pushes); its provider tokens also sign the channel requests.
+    public var pool: PoolConfiguration
+    /// The push host and channel-management host for the few one-off requests (broadcasts,
+    /// channel create/read/delete).
+    public var push: ClientConnectionOptions
+    public var manage: ClientConnectionOptions
+    /// The push-to-start budget: a phone that got `startLimit` starts from other events within
+    /// `startWindow` gets no more (nil: no limit).
+    public var startLimit: Int? = 8
+    public var startWindow: Duration = .seconds(3600)
+    /// `end` deletes the event's auto channels unless this is set.
+    public var keepChannels = false
+    /// `--log FILE`: one JSON line per push.
+    public var logPath: String?
+    /// Pushes handed to the pool and not yet answered, at most (nil: twice the pool's streams).
+    public var maximumInFlight: Int?
+    /// Called about every 200 ms with (answered, handed out) while the fan-out runs.
+    public var progress: (@Sendable (Int, Int) -> Void)?
+
+    public init(pool: PoolConfiguration, push: ClientConnectionOptions, manage: ClientConnectionOptions) {
+        self.pool = pool
+        self.push = push
+        self.manage = manage
+    }
+}
+
+/// What a fan-out did: the report, whether this run only found the serial already sent, and the
+/// samples a chart draws.
+public struct FanoutResult: Sendable {
+    public var report: FanoutReport
+    /// The same key, serial and body were sent before: nothing was sent now.
+    public var alreadySent = false
+    /// (seconds since the start of the run, delivered so far).
+    public var delivered: [(seconds: Double, count: Int)] = []
+    public var latency = LatencyHistogram()
+}
+
+/// The product's main job: one event from the token store to every phone it concerns, through
+/// the connection pool — scan → starts per group (each phone once) → pool → outcomes → store
+/// writes (checkpoints, pruning). See the README's "Events" section for the semantics.
+public enum Fanout {
+    public static func run(_ event: FanoutEvent, store: TokenStore, options: FanoutOptions) throws(FanoutError) -> FanoutResult {
+        let startedAt = Clock.milliseconds()
+        let runStart = MonotonicInstant.now()
+        let records = try storeCall { () throws(StoreError) in try store.eventRecords(eventKey: event.key) }
+        let bodyHash = SHA256.hash(event.canonicalJSON)
+        var earlier: FanoutReport?
+        var firstStartedAt = startedAt
+        if let newer = records.serials.last(where: { $0.serial > event.serial }) {
+            throw FanoutError(.invalidEvent, "event '\(event.key)' serial \(event.serial) is older than serial \(newer.serial), which was already sent; send a higher serial")
+        }
+        if let same = records.serials.first(where: { $0.serial == event.serial }) {
+            guard same.bodyHash == bodyHash else {
+                throw FanoutError(.invalidEvent, "event '\(event.key)' serial \(event.serial) was already sent with a different body; give the new content a higher serial")
+            }
+            let report = FanoutReport(json: same.report) ?? FanoutReport()
+            if same.phase == .done { return FanoutResult(report: report, alreadySent: true) }
+            earlier = report  // interrupted or stopped: resume, adding to what it did
+            firstStartedAt = same.startedAt
+        }
+        // Recorded before anything is sent: a crash from here on is resumed, never repeated blind.
+        let record = EventSerialRecord(eventKey: event.key, serial: event.serial, bodyHash: bodyHash, phase: .sending,
+                                       startedAt: firstStartedAt, updatedAt: startedAt, report: earlier?.json ?? [], body: event.canonicalJSON)
+        try storeCall { () throws(StoreError) in _ = try store.write([.putEventSerial(record)]) }
+
+        // The event's clock: its deadline and expiration run from its first run, not this one.
+        let deadlineMs = firstStartedAt + UInt64(event.deadline.milliseconds)
+        let deadline = runStart + .milliseconds(Int64(deadlineMs) - Int64(startedAt))
+        let timestamp = event.timestamp ?? Int64(startedAt / 1000)
+        let expiration: Expiration
+        do { expiration = try Expiration(epochSeconds: event.expiration ?? Int64(deadlineMs / 1000)) } catch {
+            throw FanoutError(.invalidEvent, "expiration: \(error.message)")
+        }
+
+        let channels = ChannelClient(bundle: event.app, push: options.push, manage: options.manage, tokens: options.pool.providerTokens,
+                                     timeout: .seconds(30))
+        let plans = try planStarts(event, records: records.starts)
+        let startContent = try self.startContent(event, needed: !plans.isEmpty, serials: records.serials, store: store)
+        let channelIDs = try resolveChannels(event, creating: !plans.isEmpty, client: channels, store: store)
+        var pushes: [EventPushes] = []
+        for group in event.groups {
+            pushes.append(try EventPushes.render(event: event, group: group, channel: channelIDs[group.index]?.id, startContent: startContent,
+                                                 timestamp: timestamp, expiration: expiration, deadline: deadline))
+        }
+
+        // Sink slots: per plan one for starts and one for fallbacks (tracked by the plan's
+        // window), per group one for activity updates.
+        var slots: [PushSlot] = []
+        var windows: [ScanWindow] = []
+        var numbered: [StartPlan] = []
+        let maximumInFlight = options.maximumInFlight ?? max(64, 2 * options.pool.connections * options.pool.streamsPerConnection)
+        for var plan in plans {
+            plan.window = windows.count
+            windows.append(ScanWindow(topic: plan.group.topic, capacity: max(16_384, 4 * maximumInFlight), completed: plan.resumeFrom))
+            plan.startSlot = slots.count
+            slots.append(PushSlot(purpose: .start, group: plan.group.index, window: plan.window, kind: .pushToStart))
+            plan.fallbackSlot = slots.count
+            slots.append(PushSlot(purpose: .fallback, group: plan.group.index, window: plan.window, kind: .device))
+            numbered.append(plan)
+        }
+        let updateSlots = event.groups.map { group -> Int in
+            slots.append(PushSlot(purpose: .update, group: group.index, window: nil, kind: .pushToStart))
+            return slots.count - 1
+        }
+        let log = try options.logPath.map { (path) throws(FanoutError) in try AuditLog(path: path) }
+        let sink = FanoutSink(slots: slots, windows: windows, groupTopics: event.groups.map(\.topic), log: log)
+        var configuration = options.pool
+        configuration.keepsResponseIDs = options.logPath != nil
+        let pool = ConnectionPool(configuration: configuration, sink: sink)
+        defer { pool.shutdown() }
+
+        var samples: [(seconds: Double, count: Int)] = []
+        let sample = { () -> Void in
+            let (delivered, inFlight) = sink.lock.withLock { (sink.report.delivered, sink.inFlight) }
+            samples.append(((MonotonicInstant.now() - runStart).seconds, delivered))
+            options.progress?(delivered, inFlight)
+        }
+
+        // Updates and ends: one broadcast per distinct channel (iOS 18), then every activity
+        // update token of the event (iOS 17).
+        if event.kind != .start {
+            try broadcast(event, pushes: pushes, channels: channelIDs, client: channels, sink: sink, store: store)
+            try sendToActivities(event, pushes: pushes, slots: updateSlots, store: store, pool: pool, sink: sink)
+        }
+
+        // Starts, group by group in priority order.
+        var tally = try rebuildTally(event, plans: numbered, records: records.starts, options: options, store: store)
+        var lastCheckpoint = MonotonicInstant.now()
+        let scanner = StartScanner(event: event, store: store, pool: pool, sink: sink, pushes: pushes, tally: tally,
+                                   startLimit: options.startLimit, maximumInFlight: maximumInFlight, deadline: deadline) {
+            sample()
+        }
+        scanner.plans = numbered
+        for plan in numbered where scanner.stopped == nil {
+            try scanner.run(plan)
+        }
+        tally = TokenTally()  // the set is no longer needed while waiting: give its memory back
+        _ = tally
+
+        // Wait for the answers, checkpointing every second.
+        let waitLimit = max(.seconds(5), deadline - MonotonicInstant.now() + options.pool.requestTimeout)
+        pool.waitUntilFinished(timeout: waitLimit) { _ in
+            sample()
+            if MonotonicInstant.now() - lastCheckpoint >= .seconds(1) {
+                lastCheckpoint = MonotonicInstant.now()
+                let progress = sink.lock.withLock { numbered.compactMap { scanner.checkpoint($0.window) } }
+                try? store.submit(progress.map { .putStartProgress($0) }, durable: false) { _ in }
+            }
+        }
+        sample()
+        sink.finishBreaker()
+        let (counters, latency) = pool.statistics()
+        var stopped = scanner.stopped ?? sink.lock.withLock { sink.tripped } ?? pool.haltMessage
+
+        // Final records: finished passes mark their levels done; an interrupted one keeps its window.
+        var writes: [WriteOperation] = []
+        sink.lock.withLock {
+            for plan in numbered {
+                if stopped == nil && sink.windows[plan.window].isSettled {
+                    writes.append(.putStartProgress(StartProgress(eventKey: event.key, topic: plan.group.topic, app: event.app.text,
+                                                                  environment: event.environment, doneLevel: plan.level,
+                                                                  updatedAt: Clock.milliseconds())))
+                } else if let progress = scanner.checkpoint(plan.window) {
+                    writes.append(.putStartProgress(progress))
+                }
+            }
+        }
+        // Later passes of one topic (resume, then new levels) overwrite earlier ones: keep the last.
+        try storeCall { () throws(StoreError) in _ = try store.write(writes) }
+
+        var report = sink.lock.withLock { sink.report }
+        report.tokensRemoved = try prune(sink.lock.withLock { sink.prunes }, event: event, store: store)
+        if event.kind == .end && !options.keepChannels && stopped == nil {
+            if let problem = try deleteAutoChannels(event, channels: channelIDs, client: channels, store: store) { stopped = problem }
+        }
+        report.eventKey = event.key
+        report.serial = event.serial
+        report.kind = event.kind.rawValue
+        report.retried = counters.retries
+        report.targets = report.delivered + report.prunedTotal + report.failedTotal + report.unknown + report.expired
+        report.stopped = stopped
+        report.firstPushMs = scanner.firstPush.map { ($0 - runStart).seconds * 1000 }
+        report.firstAnswerMs = sink.lock.withLock { sink.firstAnswer }.map { ($0 - runStart).seconds * 1000 }
+        report.lastAnswerMs = sink.lock.withLock { sink.lastAnswer }.map { ($0 - runStart).seconds * 1000 }
+        report.seconds = (MonotonicInstant.now() - runStart).seconds
+        if let earlier { report = report.adding(earlier) }
+        var final = record
+        final.phase = stopped == nil ? .done : .stopped
+        final.updatedAt = Clock.milliseconds()
+        final.report = report.json
+        try storeCall { () throws(StoreError) in _ = try store.write([.putEventSerial(final)]) }
+        return FanoutResult(report: report, delivered: samples, latency: latency)
+    }
+
+    // MARK: Planning
+
+    /// The start passes this event needs, in the order groups hand out starts. Starts come from
+    /// a `start`, and from an `update` whose groups reach topics or levels no start covered yet.
+    static func planStarts(_ event: FanoutEvent, records: [StartProgress]) throws(FanoutError) -> [StartPlan] {
+        guard event.kind != .end else { return [] }
+        var plans: [StartPlan] = []
+        for group in event.groupsByPriority {
+            let progress = records.first { $0.topic == group.topic }
+            var floor = progress?.doneLevel
+            if let progress, let scanLevel = progress.scanLevel {
+                // An unfinished pass (a crash, or an earlier serial still fanning out): finish it
+                // first, with this serial's content. Its pending starts are taken over, never dropped.
+                plans.append(StartPlan(group: group, floor: floor, level: scanLevel, resumeFrom: progress.completed,
+                                       oldSubmitted: progress.submitted, oldAnswered: Set(progress.answered)))
+                floor = max(floor ?? 0, scanLevel)
+            }
+            if floor.map({ group.level > $0 }) ?? true {
+                plans.append(StartPlan(group: group, floor: floor, level: group.level, resumeFrom: [], oldSubmitted: [], oldAnswered: []))
+            }
+        }
+        return plans
+    }
+
+    /// The attributes and alert starts carry: the event's own, or for an update that widens the
+    /// area, those of the key's latest start serial.
+    static func startContent(_ event: FanoutEvent, needed: Bool, serials: [EventSerialRecord], store: TokenStore) throws(FanoutError)
+        -> EventPushes.StartContent? {
+        guard needed else { return nil }
+        if let type = event.attributesType, let attributes = event.attributes, let alert = event.alert {
+            return EventPushes.StartContent(attributesType: type, attributes: attributes, alert: alert)
+        }
+        for record in serials.reversed() {
+            guard let earlier = try? FanoutEvent(json: record.body), earlier.kind == .start,
+                  let type = earlier.attributesType, let attributes = earlier.attributes, let alert = earlier.alert else { continue }
+            return EventPushes.StartContent(attributesType: type, attributes: attributes, alert: alert)
+        }
+        throw FanoutError(.invalidEvent, "groups reach phones that got no start yet, but event '\(event.key)' has no start to take attributesType, attributes and alert from; add them to this update")
+    }
+
+    /// Each group's channel: explicit ones as given (with their storage policy), auto ones from
+    /// the store, created on first use when starts will subscribe phones to them.
+    static func resolveChannels(_ event: FanoutEvent, creating: Bool, client: ChannelClient, store: TokenStore) throws(FanoutError)
+        -> [Int: (id: ChannelID, policy: MessageStoragePolicy)] {
+        var result: [Int: (id: ChannelID, policy: MessageStoragePolicy)] = [:]
+        var explicitPolicies: [ChannelID: MessageStoragePolicy] = [:]
+        for group in event.groups {
+            switch group.channel {
+            case nil:
+                continue
+            case let .explicit(id)?:
+                if event.kind == .start { result[group.index] = (id, .noMessageStored); continue }  // only subscribed to
+                if explicitPolicies[id] == nil { explicitPolicies[id] = try client.storagePolicy(of: id) }
+                result[group.index] = (id, explicitPolicies[id]!)
+            case .auto?:
+                let name = autoChannelName(event: event, topic: group.topic)
+                if let stored = try storeCall({ () throws(StoreError) in try store.channel(app: event.app.text, environment: event.environment, name: name) }),
+                   let id = try? ChannelID(stored.channelID) {
+                    result[group.index] = (id, stored.storagePolicy == .mostRecentMessageStored ? .mostRecentMessageStored : .noMessageStored)
+                } else if creating {
+                    // Most-Recent-Message-Stored: a phone that was offline gets the latest state.
+                    let id = try client.create(policy: .mostRecentMessageStored)
+                    let record = ChannelRecord(app: event.app.text, environment: event.environment, name: name, channelID: id.text,
+                                               storagePolicy: .mostRecentMessageStored)
+                    try storeCall { () throws(StoreError) in _ = try store.write([.putChannel(record)]) }
+                    result[group.index] = (id, .mostRecentMessageStored)
+                }
+            }
+        }
+        return result
+    }
+
+    /// The store name of a group's auto channel: the event key and the topic.
+    static func autoChannelName(event: FanoutEvent, topic: String) -> String { event.key + "/" + topic }
+
+    /// Rebuilds which tokens this event already handled (earlier serials, an interrupted run) and
+    /// how many starts other recent events sent each token (the start budget).
+    static func rebuildTally(_ event: FanoutEvent, plans: [StartPlan], records: [StartProgress], options: FanoutOptions,
+                             store: TokenStore) throws(FanoutError) -> TokenTally {
+        var tally = TokenTally()
+        guard !plans.isEmpty else { return tally }
+        for progress in records {
+            try forEachHandled(progress, store: store) { hash, _ in tally.markHandled(hash) }
+        }
+        guard let limit = options.startLimit else { return tally }
+        let since = Clock.milliseconds() - UInt64(options.startWindow.milliseconds)
+        let recent = try storeCall { () throws(StoreError) in try store.startProgress(updatedSince: since) }
+            .filter { $0.eventKey != event.key && $0.app == event.app.text && $0.environment == event.environment }
+        let byKey = Dictionary(grouping: recent, by: \.eventKey)
+        // Fewer recent events than the limit cannot put any phone over it: skip the scan.
+        guard byKey.count >= limit else { return tally }
+        for (_, progresses) in byKey {
+            var once = TokenTally()
+            for progress in progresses {
+                try forEachHandled(progress, store: store) { hash, kind in
+                    if kind == .pushToStart && once.markHandled(hash) { tally.countRecentStart(hash) }
+                }
+            }
+        }
+        return tally
+    }
+
+    /// Calls `body` for every target a start-progress record counts as handled.
+    static func forEachHandled(_ progress: StartProgress, store: TokenStore, _ body: (UInt64, TokenKind) -> Void) throws(FanoutError) {
+        var batch = TargetBatch()
+        if let done = progress.doneLevel {
+            let scan = store.scanTopic(app: progress.app, environment: progress.environment, topic: progress.topic, level: done)
+            while try storeCall({ () throws(StoreError) in try scan.next(into: &batch) }) {
+                for index in 0..<batch.count {
+                    let kind = batch.kinds[index]
+                    batch.token(at: index).withUnsafeBytes { body(TokenTally.hash(kind: kind.rawValue, token: $0), kind) }
+                }
+            }
+        }
+        guard let level = progress.scanLevel, !progress.submitted.isEmpty else { return }
+        let scan = store.scanTopic(app: progress.app, environment: progress.environment, topic: progress.topic, level: level)
+        while try storeCall({ () throws(StoreError) in try scan.next(into: &batch) }) {
+            for index in 0..<batch.count {
+                let minLevel = batch.minLevels[index]
+                if let done = progress.doneLevel, minLevel <= done { continue }
+                let kind = batch.kinds[index]
+                let tokenSlice = batch.token(at: index)
+                guard let token = DeviceTokenBytes(bytes: tokenSlice) else { continue }
+                let entry = ScanWindow.Entry(token: token, minLevel: minLevel, kindByte: kind.rawValue | (batch.broadcast[index] ? 0x80 : 0))
+                guard ScanWindow.precedesOrEquals(ScanWindow.position(of: entry), progress.submitted) else { return }
+                tokenSlice.withUnsafeBytes { body(TokenTally.hash(kind: kind.rawValue, token: $0), kind) }
+            }
+        }
+    }
+
+    // MARK: Updates and ends
+
+    /// One broadcast per distinct channel of the event's groups.
+    static func broadcast(_ event: FanoutEvent, pushes: [EventPushes], channels: [Int: (id: ChannelID, policy: MessageStoragePolicy)],
+                          client: ChannelClient, sink: FanoutSink, store: TokenStore) throws(FanoutError) {
+        var seen: Set<ChannelID> = []
+        var requests: [BroadcastRequest] = []
+        for group in event.groups {
+            guard let channel = channels[group.index], seen.insert(channel.id).inserted, let body = pushes[group.index].broadcastBody else { continue }
+            do {
+                // No-Message-Stored channels take only 0; stored ones keep the message until the event's expiration.
+                let expiration = channel.policy == .noMessageStored ? Expiration.immediately : try Expiration(epochSeconds: event.expiration ?? 0)
+                requests.append(try BroadcastRequest(bundle: event.app, channelID: channel.id, storagePolicy: channel.policy,
+                                                     priority: event.priority, expiration: expiration, requestID: APNsID.random(), payload: body))
+            } catch {
+                throw FanoutError(.invalidEvent, "groups[\(group.index)] broadcast: \(error)")
+            }
+        }
+        let answers = try client.broadcast(requests)
+        sink.lock.withLock {
+            sink.report.broadcasts += answers.count
+            sink.report.targets += answers.count
+            for answer in answers {
+                if answer.succeeded { sink.report.delivered += 1 } else { sink.report.failed[answer.reason?.name ?? "connection", default: 0] += 1 }
+            }
+        }
+    }
+
+    /// The update or end to every activity update token registered for the event key.
+    static func sendToActivities(_ event: FanoutEvent, pushes: [EventPushes], slots: [Int], store: TokenStore, pool: ConnectionPool,
+                                 sink: FanoutSink) throws(FanoutError) {
+        let activities = try storeCall { () throws(StoreError) in try store.activities(eventKey: event.key) }
+            .filter { $0.app == event.app.text && $0.environment == event.environment }
+        guard !activities.isEmpty else { return }
+        // An activity does not say which group it shows: it gets the first group's content.
+        guard let group = event.groupsByPriority.first, let push = pushes[group.index].activityUpdate else { return }
+        var jobs: [PushJob] = []
+        for activity in activities {
+            guard let token = DeviceTokenBytes(bytes: activity.updateToken) else { continue }
+            jobs.append(PushJob(token: token, group: push, id: PushSlot.jobID(slot: slots[group.index], sequence: 0)))
+        }
+        sink.willSend(jobs.count)
+        pool.send(jobs)
+    }
+
+    /// Deletes the event's auto channels (and their records); returns a problem to report, if any.
+    static func deleteAutoChannels(_ event: FanoutEvent, channels: [Int: (id: ChannelID, policy: MessageStoragePolicy)],
+                                   client: ChannelClient, store: TokenStore) throws(FanoutError) -> String? {
+        let auto = event.groups.filter { $0.channel == .auto }.compactMap { group in channels[group.index].map { (group, $0.id) } }
+        guard !auto.isEmpty else { return nil }
+        let answers = try client.delete(auto.map(\.1))
+        var removals: [WriteOperation] = []
+        var problems: [String] = []
+        for ((group, id), answer) in zip(auto, answers) {
+            let response = Response(status: answer.status, headers: answer.headers, body: answer.body)
+            if answer.succeeded || ChannelManagementResponse.deleteSucceeded(response) {
+                removals.append(.removeChannel(app: event.app.text, environment: event.environment, name: autoChannelName(event: event, topic: group.topic)))
+            } else {
+                problems.append("channel \(id.text) (\(group.topic)): \(answer.summary)")
+            }
+        }
+        try storeCall { () throws(StoreError) in _ = try store.write(removals) }
+        return problems.isEmpty ? nil : "the end was sent, but deleting channels failed: " + problems.joined(separator: "; ")
+    }
+
+    // MARK: Pruning
+
+    /// Removes the dead tokens; returns how many were removed (a token registered again after a
+    /// 410's timestamp stays).
+    static func prune(_ candidates: [PruneCandidate], event: FanoutEvent, store: TokenStore) throws(FanoutError) -> Int {
+        var removed = 0
+        var start = 0
+        while start < candidates.count {
+            let slice = candidates[start..<min(candidates.count, start + 10_000)]
+            let outcomes = try storeCall { () throws(StoreError) in
+                try store.write(slice.map { .removeToken(app: event.app.text, environment: event.environment, kind: $0.kind, token: $0.token,
+                                                          registeredBefore: $0.registeredBefore) })
+            }
+            removed += outcomes.filter { $0 == .tokenRemoved(true) }.count
+            start += slice.count
+        }
+        return removed
+    }
+
+    static func storeCall<T>(_ body: () throws(StoreError) -> T) throws(FanoutError) -> T {
+        do { return try body() } catch { throw FanoutError(.store, error.description) }
+    }
+}

@@ -1,0 +1,284 @@
+import APNs
+import JSONCore
+
+/// One Live Activity event as a backend submits it (a JSON file for `sokuho fanout`, the same
+/// object for the HTTP API): an earthquake warning's start, a widening update, the final end.
+/// Parsed and checked whole before anything is sent; every error names its field.
+public struct FanoutEvent: Sendable {
+    public enum OnUnknown: String, Sendable {
+        /// A start whose outcome is unknown is reported, never sent again (a duplicate start puts
+        /// a second Live Activity on the phone).
+        case report
+        /// Sent again: for events where a missed warning is worse than a doubled one.
+        case resend
+    }
+
+    /// One region (train, election race): who qualifies and what they are shown.
+    public struct Group: Sendable {
+        public enum Channel: Sendable, Equatable {
+            /// Sokuho creates a Most-Recent-Message-Stored channel for this group and event.
+            case auto
+            case explicit(ChannelID)
+        }
+
+        public var topic: String
+        /// Installations whose `minLevel` for the topic is at most this qualify.
+        public var level: UInt8
+        /// The app's `ContentState`, as JSON object bytes (required for start and update).
+        public var contentState: [UInt8]?
+        public var channel: Channel?
+        public var staleDate: Int64?
+        public var dismissalDate: Int64?
+        public var relevanceScore: Double?
+        /// Position in the event's list (ties of `level` go to the first listed).
+        public var index: Int
+    }
+
+    public var app: BundleID
+    public var environment: Environment
+    public var key: String
+    public var serial: UInt32
+    public var kind: LiveActivityEvent
+    public var deadline: Duration
+    /// `apns-expiration` (epoch seconds); nil: the start of the run plus `deadline`.
+    public var expiration: Int64?
+    public var priority: Priority
+    public var onUnknown: OnUnknown
+    public var attributesType: String?
+    public var attributes: [UInt8]?
+    public var alert: LiveActivityAlert?
+    public var inputPushToken: Bool
+    public var fallbackAlert: LiveActivityAlert?
+    /// `aps.timestamp` (epoch seconds); nil: the start of the run.
+    public var timestamp: Int64?
+    public var groups: [Group]
+    /// SHA-256 input: the event's canonical JSON (members in document order, compact), so the
+    /// same event reformatted is still the same event.
+    public var canonicalJSON: [UInt8]
+
+    /// The groups in the order starts are handed out: highest level first, ties in list order. A
+    /// phone qualifying in several groups gets the first of them here.
+    public var groupsByPriority: [Group] {
+        groups.sorted { $0.level != $1.level ? $0.level > $1.level : $0.index < $1.index }
+    }
+
+    /// The longest event key, topic or group name the store takes.
+    static let maximumNameBytes = 200
+
+    /// Parses and checks an event from its JSON bytes.
+    public init(json bytes: [UInt8]) throws(EventError) {
+        let root: JSONValue
+        do { root = try JSONParser.parse(bytes) } catch { throw EventError(field: "event", "is not valid JSON: \(error)") }
+        var fields = try EventFields(root, path: "")
+        app = try fields.required("app") { (value, field) throws(EventError) in
+            guard let text = value.stringValue else { throw EventError(field: field, "must be the app's bundle ID as a string") }
+            do throws(ValidationError) { return try BundleID(text) } catch { throw EventError(field: field, error.message) }
+        }
+        environment = try fields.required("environment") { (value, field) throws(EventError) in
+            guard let text = value.stringValue else { throw EventError(field: field, "must be \"production\" or \"sandbox\"") }
+            do { return try Environment(name: text) } catch { throw EventError(field: field, "must be \"production\" or \"sandbox\", not '\(text)'") }
+        }
+        key = try fields.required("key") { (value, field) throws(EventError) in try EventFields.name(value, field: field) }
+        serial = try fields.optional("serial") { (value, field) throws(EventError) in
+            guard let number = value.int64Value, (1...Int64(UInt32.max)).contains(number) else {
+                throw EventError(field: field, "must be a whole number from 1 to \(UInt32.max) (the event's revision: 1, 2, 3 …)")
+            }
+            return UInt32(number)
+        } ?? 1
+        kind = try fields.required("kind") { (value, field) throws(EventError) in
+            guard let text = value.stringValue, let kind = LiveActivityEvent(rawValue: text) else {
+                throw EventError(field: field, "must be \"start\", \"update\" or \"end\"")
+            }
+            return kind
+        }
+        let deadlineSeconds = try fields.optional("deadlineSeconds") { (value, field) throws(EventError) in
+            guard let seconds = value.doubleValue, seconds.isFinite, seconds >= 1, seconds <= 8 * 3600 else {
+                throw EventError(field: field, "must be a number of seconds from 1 to 28800 (8 hours, a Live Activity's longest life)")
+            }
+            return seconds
+        } ?? 60
+        deadline = .milliseconds(Int64(deadlineSeconds * 1000))
+        expiration = try fields.optional("expiration") { (value, field) throws(EventError) in try EventFields.epoch(value, field: field) }
+        timestamp = try fields.optional("timestamp") { (value, field) throws(EventError) in try EventFields.epoch(value, field: field) }
+        priority = try fields.optional("priority") { (value, field) throws(EventError) in
+            guard let number = value.int64Value, number == 5 || number == 10 else {
+                throw EventError(field: field, "must be 10 (immediate) or 5 (outside the update budget); a Live Activity push takes no other")
+            }
+            return number == 5 ? .normal : .immediate
+        } ?? .immediate
+        onUnknown = try fields.optional("onUnknown") { (value, field) throws(EventError) in
+            guard let text = value.stringValue, let choice = OnUnknown(rawValue: text) else {
+                throw EventError(field: field, "must be \"report\" (the default: never send a start twice) or \"resend\"")
+            }
+            return choice
+        } ?? .report
+        attributesType = try fields.optional("attributesType") { (value, field) throws(EventError) in
+            guard let text = value.stringValue, !text.isEmpty else { throw EventError(field: field, "must be the name of the app's ActivityAttributes type") }
+            return text
+        }
+        attributes = try fields.optional("attributes") { (value, field) throws(EventError) in try EventFields.object(value, field: field) }
+        alert = try fields.optional("alert") { (value, field) throws(EventError) in try EventFields.alert(value, field: field) }
+        inputPushToken = try fields.optional("inputPushToken") { (value, field) throws(EventError) in
+            guard let flag = value.boolValue else { throw EventError(field: field, "must be true or false") }
+            return flag
+        } ?? false
+        fallbackAlert = try fields.optional("fallbackAlert") { (value, field) throws(EventError) in
+            if value == .null { return nil }
+            return try EventFields.alert(value, field: field)
+        } ?? nil
+        let groupValues = try fields.required("groups") { (value, field) throws(EventError) in
+            guard let array = value.arrayValue, !array.isEmpty else { throw EventError(field: field, "must be a non-empty array of groups") }
+            return array
+        }
+        var groups: [Group] = []
+        for (index, value) in groupValues.enumerated() {
+            groups.append(try Self.group(value, index: index))
+        }
+        self.groups = groups
+        try fields.rejectUnknown()
+        var writer = JSONWriter(reservingCapacity: bytes.count)
+        writer.value(root)
+        canonicalJSON = writer.bytes
+        try checkKindRules()
+    }
+
+    private static func group(_ value: JSONValue, index: Int) throws(EventError) -> Group {
+        let path = "groups[\(index)]."
+        var fields = try EventFields(value, path: path)
+        let topic = try fields.required("topic") { (value, field) throws(EventError) in try EventFields.name(value, field: field) }
+        let level = try fields.required("level") { (value, field) throws(EventError) in
+            guard let number = value.int64Value, (0...255).contains(number) else {
+                throw EventError(field: field, "must be a whole number from 0 to 255 (installations with minLevel up to it qualify)")
+            }
+            return UInt8(number)
+        }
+        let state = try fields.optional("contentState") { (value, field) throws(EventError) in try EventFields.object(value, field: field) }
+        let channel = try fields.optional("channel") { (value, field) throws(EventError) -> Group.Channel? in
+            if value == .null { return nil }
+            guard let text = value.stringValue else { throw EventError(field: field, "must be \"auto\", a channel ID or null") }
+            if text == "auto" { return .auto }
+            do throws(ValidationError) { return .explicit(try ChannelID(text)) } catch { throw EventError(field: field, error.message) }
+        } ?? nil
+        let stale = try fields.optional("staleDate") { (value, field) throws(EventError) in try EventFields.epoch(value, field: field) }
+        let dismissal = try fields.optional("dismissalDate") { (value, field) throws(EventError) in try EventFields.epoch(value, field: field) }
+        let relevance = try fields.optional("relevanceScore") { (value, field) throws(EventError) in
+            guard let number = value.doubleValue, number.isFinite else { throw EventError(field: field, "must be a number") }
+            return number
+        }
+        try fields.rejectUnknown()
+        return Group(topic: topic, level: level, contentState: state, channel: channel, staleDate: stale, dismissalDate: dismissal,
+                     relevanceScore: relevance, index: index)
+    }
+
+    /// What each kind needs, and the rules that hold across groups.
+    private func checkKindRules() throws(EventError) {
+        if kind == .start {
+            guard attributesType != nil else { throw EventError(field: "attributesType", "is required for a start (the ActivityAttributes type)") }
+            guard attributes != nil else { throw EventError(field: "attributes", "is required for a start (the static attributes object)") }
+            guard alert != nil else { throw EventError(field: "alert", "is required for a start (APNs needs an alert to start an activity)") }
+        }
+        for group in groups where kind != .end && group.contentState == nil {
+            throw EventError(field: "groups[\(group.index)].contentState", "is required for \(kind == .start ? "a start" : "an update")")
+        }
+        for group in groups where kind != .end && group.dismissalDate != nil {
+            throw EventError(field: "groups[\(group.index)].dismissalDate", "only applies to an end; remove it or use staleDate")
+        }
+        for (index, group) in groups.enumerated() {
+            if let earlier = groups[..<index].first(where: { $0.topic == group.topic }) {
+                throw EventError(field: "groups[\(index)].topic", "'\(group.topic)' is already groups[\(earlier.index)]; give each topic one group")
+            }
+            // One explicit channel carries one message: two groups sending different content to it
+            // would overwrite each other on every phone subscribed.
+            if case .explicit(let id)? = group.channel,
+               let other = groups[..<index].first(where: { $0.channel == .explicit(id) && $0.contentState != group.contentState }) {
+                throw EventError(field: "groups[\(index)].channel",
+                                 "'\(id.text)' is also groups[\(other.index)]'s channel with other content; one channel carries one content")
+            }
+        }
+    }
+}
+
+/// An invalid event: the field (a JSON path like `groups[2].level`) and what to do about it.
+public struct EventError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let field: String
+    public let message: String
+
+    public init(field: String, _ message: String) {
+        self.field = field
+        self.message = message
+    }
+
+    public var description: String { "\(field): \(message)" }
+}
+
+/// Reads an object's members once each, naming each field by its path in messages, and refuses
+/// members nobody read (a typo such as "deadlineSecond" must not silently use the default).
+struct EventFields {
+    private let members: [(key: String, value: JSONValue)]
+    private let path: String
+    private var read: Set<String> = []
+
+    init(_ value: JSONValue, path: String) throws(EventError) {
+        guard let members = value.objectMembers else {
+            throw EventError(field: path.isEmpty ? "event" : String(path.dropLast()), "must be a JSON object")
+        }
+        var seen: Set<String> = []
+        for member in members where !seen.insert(member.key).inserted {
+            throw EventError(field: path + member.key, "appears twice; give it once")
+        }
+        self.members = members
+        self.path = path
+    }
+
+    mutating func optional<T>(_ key: String, _ parse: (JSONValue, String) throws(EventError) -> T) throws(EventError) -> T? {
+        read.insert(key)
+        guard let value = members.first(where: { $0.key == key })?.value else { return nil }
+        return try parse(value, path + key)
+    }
+
+    mutating func required<T>(_ key: String, _ parse: (JSONValue, String) throws(EventError) -> T) throws(EventError) -> T {
+        guard let value = try optional(key, parse) else { throw EventError(field: path + key, "is required") }
+        return value
+    }
+
+    func rejectUnknown() throws(EventError) {
+        if let unknown = members.first(where: { !read.contains($0.key) }) {
+            throw EventError(field: path + unknown.key, "is not a field of an event; check its spelling")
+        }
+    }
+
+    static func name(_ value: JSONValue, field: String) throws(EventError) -> String {
+        guard let text = value.stringValue, !text.isEmpty, text.utf8.count <= FanoutEvent.maximumNameBytes, !text.utf8.contains(0) else {
+            throw EventError(field: field, "must be a non-empty string of at most \(FanoutEvent.maximumNameBytes) bytes")
+        }
+        return text
+    }
+
+    static func epoch(_ value: JSONValue, field: String) throws(EventError) -> Int64 {
+        guard let seconds = value.int64Value, seconds > 0, seconds < 100_000_000_000 else {
+            throw EventError(field: field, "must be whole seconds since 1970 (e.g. 1787418000), not milliseconds")
+        }
+        return seconds
+    }
+
+    static func object(_ value: JSONValue, field: String) throws(EventError) -> [UInt8] {
+        guard value.isObject else { throw EventError(field: field, "must be a JSON object") }
+        var writer = JSONWriter()
+        writer.value(value)
+        return writer.bytes
+    }
+
+    static func alert(_ value: JSONValue, field: String) throws(EventError) -> LiveActivityAlert {
+        var fields = try EventFields(value, path: field + ".")
+        let title = try fields.required("title") { (value, field) throws(EventError) in try text(value, field: field) }
+        let body = try fields.required("body") { (value, field) throws(EventError) in try text(value, field: field) }
+        let sound = try fields.optional("sound") { (value, field) throws(EventError) in try text(value, field: field) }
+        try fields.rejectUnknown()
+        return LiveActivityAlert(title: title, body: body, sound: sound)
+    }
+
+    private static func text(_ value: JSONValue, field: String) throws(EventError) -> String {
+        guard let text = value.stringValue else { throw EventError(field: field, "must be a string") }
+        return text
+    }
+}

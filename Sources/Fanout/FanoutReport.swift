@@ -1,0 +1,153 @@
+import JSONCore
+
+/// What became of an event's fan-out: every target ends in exactly one of delivered, pruned,
+/// failed, unknown or expired; starts the event did not send are counted apart (skipped by the
+/// start budget, duplicates avoided, answered before a restart). Printed when done, kept in the
+/// store with the serial, and summed over the runs of one serial (a resumed run adds to it).
+public struct FanoutReport: Sendable, Equatable {
+    public var eventKey = ""
+    public var serial: UInt32 = 0
+    public var kind = ""
+    /// Pushes handed to APNs (device tokens) plus broadcasts (one per channel).
+    public var targets = 0
+    public var delivered = 0
+    /// Answers saying the token is dead, by reason: pruned from the store (unless the circuit
+    /// breaker withheld it, or the phone registered again after a 410's timestamp).
+    public var pruned: [String: Int] = [:]
+    /// Tokens actually removed from the store.
+    public var tokensRemoved = 0
+    /// Back-off retries after 429/5xx (a push may retry several times).
+    public var retried = 0
+    /// Refused for good (not a dead token), by reason ("connection" when none came).
+    public var failed: [String: Int] = [:]
+    /// In flight on a connection that died: maybe delivered, not sent again (starts, `onUnknown: report`).
+    public var unknown = 0
+    /// Sent again after an unknown outcome (`onUnknown: resend`, updates, ends): maybe twice on the phone.
+    public var resentAfterUnknown = 0
+    public var expired = 0
+    /// Starts not sent because the phone had too many recent starts (its push-to-start budget).
+    public var skippedByBudget = 0
+    /// Starts not sent because the phone already got one for this event (another group, an earlier serial).
+    public var duplicatesAvoided = 0
+    /// Starts not sent again after a restart because APNs had answered them before.
+    public var answeredBeforeRestart = 0
+    public var broadcasts = 0
+    public var fallbackAlerts = 0
+    /// Tokens APNs called bad that were kept because the circuit breaker tripped.
+    public var pruneWithheld = 0
+    /// Why the event stopped early, if it did.
+    public var stopped: String?
+    /// Milliseconds from the start of the run to the first push handed to a connection, to the
+    /// first answer, and to the last answer.
+    public var firstPushMs: Double?
+    public var firstAnswerMs: Double?
+    public var lastAnswerMs: Double?
+    public var seconds = 0.0
+    /// Runs that worked on this serial (more than one after a restart).
+    public var runs = 1
+
+    public init() {}
+
+    public var prunedTotal: Int { pruned.values.reduce(0, +) }
+    public var failedTotal: Int { failed.values.reduce(0, +) }
+
+    /// Whether every target ended delivered or pruned (what exit status 0 promises).
+    public var isComplete: Bool { stopped == nil && failedTotal == 0 && unknown == 0 && expired == 0 }
+
+    public var pushesPerSecond: Double { seconds > 0 ? Double(delivered + prunedTotal + failedTotal) / seconds : 0 }
+
+    /// This run's report added to an earlier run's of the same serial.
+    public func adding(_ earlier: FanoutReport) -> FanoutReport {
+        var sum = self
+        sum.targets += earlier.targets
+        sum.delivered += earlier.delivered
+        sum.pruned.merge(earlier.pruned, uniquingKeysWith: +)
+        sum.retried += earlier.retried
+        sum.failed.merge(earlier.failed, uniquingKeysWith: +)
+        sum.unknown += earlier.unknown
+        sum.resentAfterUnknown += earlier.resentAfterUnknown
+        sum.expired += earlier.expired
+        sum.skippedByBudget += earlier.skippedByBudget
+        sum.duplicatesAvoided += earlier.duplicatesAvoided
+        sum.answeredBeforeRestart += earlier.answeredBeforeRestart
+        sum.broadcasts += earlier.broadcasts
+        sum.fallbackAlerts += earlier.fallbackAlerts
+        sum.pruneWithheld += earlier.pruneWithheld
+        sum.tokensRemoved += earlier.tokensRemoved
+        sum.seconds += earlier.seconds
+        sum.runs += earlier.runs
+        return sum
+    }
+
+    public var json: [UInt8] {
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("event"); writer.string(eventKey)
+        writer.key("serial"); writer.int(serial)
+        writer.key("kind"); writer.string(kind)
+        for (name, value) in counts { writer.key(name); writer.int(value) }
+        for (name, table) in [("pruned", pruned), ("failed", failed)] {
+            writer.key(name); writer.beginObject()
+            for (reason, count) in table.sorted(by: { $0.key < $1.key }) { writer.key(reason); writer.int(count) }
+            writer.endObject()
+        }
+        writer.key("stopped"); if let stopped { writer.string(stopped) } else { writer.null() }
+        for (name, value) in [("firstPushMs", firstPushMs), ("firstAnswerMs", firstAnswerMs), ("lastAnswerMs", lastAnswerMs)] {
+            writer.key(name); if let value { writer.double((value * 10).rounded() / 10) } else { writer.null() }
+        }
+        writer.key("seconds"); writer.double((seconds * 1000).rounded() / 1000)
+        writer.key("pushesPerSecond"); writer.double(pushesPerSecond.rounded())
+        writer.key("runs"); writer.int(runs)
+        writer.endObject()
+        return writer.bytes
+    }
+
+    /// The plain counters in report order (JSON and text share it).
+    private var counts: [(String, Int)] {
+        [("targets", targets), ("delivered", delivered), ("retried", retried), ("unknown", unknown),
+         ("resentAfterUnknown", resentAfterUnknown), ("expired", expired), ("skippedByBudget", skippedByBudget),
+         ("duplicatesAvoided", duplicatesAvoided), ("answeredBeforeRestart", answeredBeforeRestart), ("broadcasts", broadcasts),
+         ("fallbackAlerts", fallbackAlerts), ("pruneWithheld", pruneWithheld), ("tokensRemoved", tokensRemoved)]
+    }
+
+    /// Reads a report back from its JSON (the copy kept in the store).
+    public init?(json bytes: [UInt8]) {
+        guard let value = try? JSONParser.parse(bytes), value.isObject else { return nil }
+        eventKey = value["event"]?.stringValue ?? ""
+        serial = UInt32(value["serial"]?.int64Value ?? 0)
+        kind = value["kind"]?.stringValue ?? ""
+        func int(_ key: String) -> Int { Int(value[key]?.int64Value ?? 0) }
+        targets = int("targets"); delivered = int("delivered"); retried = int("retried"); unknown = int("unknown")
+        resentAfterUnknown = int("resentAfterUnknown"); expired = int("expired"); skippedByBudget = int("skippedByBudget")
+        duplicatesAvoided = int("duplicatesAvoided"); answeredBeforeRestart = int("answeredBeforeRestart")
+        broadcasts = int("broadcasts"); fallbackAlerts = int("fallbackAlerts"); pruneWithheld = int("pruneWithheld")
+        tokensRemoved = int("tokensRemoved")
+        for (key, member) in value["pruned"]?.objectMembers ?? [] { pruned[key] = Int(member.int64Value ?? 0) }
+        for (key, member) in value["failed"]?.objectMembers ?? [] { failed[key] = Int(member.int64Value ?? 0) }
+        stopped = value["stopped"]?.stringValue
+        firstPushMs = value["firstPushMs"]?.doubleValue
+        firstAnswerMs = value["firstAnswerMs"]?.doubleValue
+        lastAnswerMs = value["lastAnswerMs"]?.doubleValue
+        seconds = value["seconds"]?.doubleValue ?? 0
+        runs = max(1, int("runs"))
+    }
+
+    /// The human-readable report, one fact per line.
+    public var text: String {
+        var lines = ["event         \(eventKey) serial \(serial) (\(kind))\(runs > 1 ? ", \(runs) runs" : "")"]
+        lines.append("targets       \(targets)" + (broadcasts > 0 ? " (\(broadcasts) broadcasts)" : "") + (fallbackAlerts > 0 ? " (\(fallbackAlerts) fallback alerts)" : ""))
+        lines.append("delivered     \(delivered)")
+        func table(_ values: [String: Int]) -> String { values.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") }
+        lines.append("pruned        \(prunedTotal)" + (pruned.isEmpty ? "" : " (\(table(pruned)))") + ", \(tokensRemoved) removed from the store")
+        lines.append("failed        \(failedTotal)" + (failed.isEmpty ? "" : " (\(table(failed)))"))
+        lines.append("unknown       \(unknown)" + (resentAfterUnknown > 0 ? ", resent after unknown \(resentAfterUnknown)" : ""))
+        lines.append("expired       \(expired)")
+        lines.append("retried       \(retried)")
+        lines.append("not sent      \(skippedByBudget) over the start budget, \(duplicatesAvoided) duplicates avoided, \(answeredBeforeRestart) answered before a restart")
+        if pruneWithheld > 0 { lines.append("withheld      \(pruneWithheld) bad-token answers not pruned (circuit breaker)") }
+        func ms(_ value: Double?) -> String { value.map { "\(Int($0.rounded())) ms" } ?? "-" }
+        lines.append("timing        first push \(ms(firstPushMs)), first answer \(ms(firstAnswerMs)), last answer \(ms(lastAnswerMs)); \(Int(pushesPerSecond.rounded())) pushes/s")
+        if let stopped { lines.append("stopped       \(stopped)") }
+        return lines.joined(separator: "\n")
+    }
+}

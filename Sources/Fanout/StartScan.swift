@@ -1,0 +1,220 @@
+import APNs
+import IO
+import Sender
+import TokenStore
+
+/// One pass over a topic's targets that hands out push-to-starts (and fallback alerts): either
+/// the rest of a scan a crash or an earlier serial left unfinished, or the levels an event adds.
+struct StartPlan {
+    let group: FanoutEvent.Group
+    /// Targets with a minimum level at or below this were handled by an earlier pass (nil: none).
+    let floor: UInt8?
+    let level: UInt8
+    /// Where a resumed pass starts (everything up to here has its outcome), and the end of what
+    /// was handed out before the restart, with the answered hashes in between.
+    let resumeFrom: [UInt8]
+    let oldSubmitted: [UInt8]
+    let oldAnswered: Set<UInt64>
+    /// The window index in the sink, and the sink slots of its starts and fallbacks.
+    var window = 0
+    var startSlot = 0
+    var fallbackSlot = 0
+}
+
+/// Runs start plans: scans the store, decides per target (send, duplicate, over budget, answered
+/// before a restart), hands pushes to the pool in chunks, and checkpoints. Runs on the caller's
+/// thread; the pool's loops answer through the sink.
+final class StartScanner {
+    let event: FanoutEvent
+    let store: TokenStore
+    let pool: ConnectionPool
+    let sink: FanoutSink
+    let pushes: [EventPushes]
+    var tally: TokenTally
+    let startLimit: Int?
+    let maximumInFlight: Int
+    /// After this the event sends nothing more (nil: no deadline).
+    let deadline: MonotonicInstant
+    var firstPush: MonotonicInstant?
+    /// Why sending stopped early (the breaker, a halted pool).
+    var stopped: String?
+    private var lastCheckpoint = MonotonicInstant.now()
+    /// Called at least every 200 ms while waiting (checkpoints, progress, samples).
+    let tick: () -> Void
+
+    /// Targets read from the store per batch; pushes handed to the pool per chunk (each chunk
+    /// first records how far the scan got: the write-ahead that bounds duplicates after a crash).
+    static let scanBatch = 4096
+    static let chunk = 2048
+
+    init(event: FanoutEvent, store: TokenStore, pool: ConnectionPool, sink: FanoutSink, pushes: [EventPushes], tally: TokenTally,
+         startLimit: Int?, maximumInFlight: Int, deadline: MonotonicInstant, tick: @escaping () -> Void) {
+        self.event = event
+        self.store = store
+        self.pool = pool
+        self.sink = sink
+        self.pushes = pushes
+        self.tally = tally
+        self.startLimit = startLimit
+        self.maximumInFlight = maximumInFlight
+        self.deadline = deadline
+        self.tick = tick
+    }
+
+    /// One target waiting for its chunk: its window entry, and the group to send it with (nil:
+    /// handled without sending).
+    private struct Pending {
+        var entry: ScanWindow.Entry
+        var group: PushGroup?
+        var slot: Int
+    }
+
+    private var pending: [Pending] = []
+
+    func run(_ plan: StartPlan) throws(FanoutError) {
+        let groupPushes = pushes[plan.group.index]
+        let scan = store.scanTopic(app: event.app.text, environment: event.environment, topic: plan.group.topic, level: plan.level,
+                                   after: TopicWatermark(bytes: plan.resumeFrom), batch: Self.scanBatch)
+        var batch = TargetBatch()
+        var inOldWindow = !plan.oldSubmitted.isEmpty
+        pending.reserveCapacity(Self.chunk)
+        while true {
+            let more: Bool
+            do { more = try scan.next(into: &batch) } catch { throw FanoutError(.store, error.description) }
+            guard more else { break }
+            for index in 0..<batch.count {
+                if stopped != nil { return }
+                let minLevel = batch.minLevels[index]
+                if let floor = plan.floor, minLevel <= floor { continue }
+                let kind = batch.kinds[index]
+                let broadcast = batch.broadcast[index]
+                let tokenSlice = batch.token(at: index)
+                guard let token = DeviceTokenBytes(bytes: tokenSlice) else { continue }
+                let hash = tokenSlice.withUnsafeBytes { TokenTally.hash(kind: kind.rawValue, token: $0) }
+                var entry = ScanWindow.Entry(token: token, minLevel: minLevel, kindByte: kind.rawValue | (broadcast ? 0x80 : 0), hash: hash)
+                let group: PushGroup?
+                let slot: Int
+                if kind == .pushToStart {
+                    group = broadcast ? groupPushes.startBroadcastCapable : groupPushes.startPlain
+                    slot = plan.startSlot
+                } else {
+                    // Alerts go only to installations without a push-to-start token: the others
+                    // get (or got) the Live Activity itself.
+                    guard let fallback = groupPushes.fallback, try !hasPushToStartToken(device: tokenSlice) else { continue }
+                    group = fallback
+                    slot = plan.fallbackSlot
+                }
+                if inOldWindow {
+                    if ScanWindow.precedesOrEquals(ScanWindow.position(of: entry), plan.oldSubmitted) {
+                        if plan.oldAnswered.contains(hash) {
+                            sink.lock.withLock { sink.report.answeredBeforeRestart += 1 }
+                            entry.answered = true
+                        } else if event.onUnknown == .report {
+                            // In flight when the earlier run died: it may have arrived. A second
+                            // start would put a second activity on the phone.
+                            sink.lock.withLock { sink.report.unknown += 1 }
+                            entry.answered = true
+                        }
+                        tally.markHandled(hash)
+                        try add(Pending(entry: entry, group: entry.answered ? nil : group, slot: slot), window: plan.window)
+                        continue
+                    }
+                    inOldWindow = false
+                }
+                if tally.isHandled(hash) {
+                    sink.lock.withLock { sink.report.duplicatesAvoided += 1 }
+                    entry.answered = true
+                    try add(Pending(entry: entry, group: nil, slot: slot), window: plan.window)
+                    continue
+                }
+                tally.markHandled(hash)
+                if kind == .pushToStart, let limit = startLimit, tally.recentStarts(hash) >= limit {
+                    sink.lock.withLock { sink.report.skippedByBudget += 1 }
+                    entry.answered = true
+                    try add(Pending(entry: entry, group: nil, slot: slot), window: plan.window)
+                    continue
+                }
+                if MonotonicInstant.now() >= deadline {
+                    // Past the event's deadline nothing more is sent; what was not is expired.
+                    sink.lock.withLock { sink.report.expired += 1 }
+                    continue
+                }
+                try add(Pending(entry: entry, group: group, slot: slot), window: plan.window)
+            }
+        }
+        try flush(window: plan.window)
+    }
+
+    private func add(_ target: Pending, window: Int) throws(FanoutError) {
+        pending.append(target)
+        if pending.count >= Self.chunk || (firstPush == nil && target.group != nil) { try flush(window: window) }
+    }
+
+    /// Hands the pending targets to the window and their pushes to the pool: waits for room,
+    /// records the scan position first (so a crash cannot hide a sent push), then sends.
+    func flush(window: Int) throws(FanoutError) {
+        guard !pending.isEmpty else { return }
+        let sends = pending.reduce(0) { $0 + ($1.group == nil ? 0 : 1) }
+        var progress: StartProgress?
+        var jobs: [PushJob] = []
+        jobs.reserveCapacity(sends)
+        sink.lock.withLock {
+            while stopped == nil,
+                  sink.windows[window].capacity - Int(sink.windows[window].head - sink.windows[window].base) < pending.count
+                    || (sends > 0 && sink.inFlight + sends > maximumInFlight && sink.inFlight > 0) {
+                sink.wakeAt = maximumInFlight / 2
+                sink.lock.wait(until: MonotonicInstant.now() + .milliseconds(200))
+                if let reason = sink.tripped { stopped = reason }
+                if MonotonicInstant.now() - lastCheckpoint >= .seconds(1) { break }
+            }
+            for target in pending {
+                let sequence = sink.windows[window].append(target.entry)
+                if let group = target.group {
+                    if sink.slots[target.slot].purpose == .fallback { sink.report.fallbackAlerts += 1 }
+                    jobs.append(PushJob(token: target.entry.token, group: group, id: PushSlot.jobID(slot: target.slot, sequence: sequence)))
+                }
+            }
+            sink.inFlight += jobs.count
+            progress = checkpoint(window)
+        }
+        pending.removeAll(keepingCapacity: true)
+        if let progress {
+            do { try store.write([.putStartProgress(progress)], durable: false) } catch { throw FanoutError(.store, error.description) }
+        }
+        if !jobs.isEmpty {
+            if firstPush == nil { firstPush = MonotonicInstant.now() }
+            pool.send(jobs)
+        }
+        if let halt = pool.haltMessage { stopped = halt }
+        if MonotonicInstant.now() - lastCheckpoint >= .seconds(1) { tick(); lastCheckpoint = MonotonicInstant.now() }
+    }
+
+    /// The window's progress as the store keeps it (call under the sink's lock).
+    func checkpoint(_ window: Int) -> StartProgress? {
+        guard let plan = plans.first(where: { $0.window == window }) else { return nil }
+        let state = sink.windows[window]
+        sink.windows[window].answersSinceCheckpoint = 0
+        return StartProgress(eventKey: event.key, topic: plan.group.topic, app: event.app.text, environment: event.environment,
+                             doneLevel: plan.floor, scanLevel: plan.level, completed: state.completed, submitted: state.submitted,
+                             answered: state.answeredHashes, updatedAt: Clock.milliseconds())
+    }
+
+    /// The plans this scanner runs (set before `run`), to name a window's topic and levels.
+    var plans: [StartPlan] = []
+
+    /// Whether the installation holding this device token also has a push-to-start token.
+    private func hasPushToStartToken(device token: ArraySlice<UInt8>) throws(FanoutError) -> Bool {
+        do {
+            guard let owner = try store.tokenOwner(app: event.app.text, environment: event.environment, kind: .device, token: Array(token)),
+                  let installation = try store.installation(id: owner.installationID) else { return false }
+            return installation.pushToStartToken != nil
+        } catch {
+            throw FanoutError(.store, error.description)
+        }
+    }
+}
+
+/// Wall-clock milliseconds since 1970 (records and expirations; durations use `MonotonicInstant`).
+enum Clock {
+    static func milliseconds() -> UInt64 { TokenLineParser.realtimeMilliseconds() }
+}

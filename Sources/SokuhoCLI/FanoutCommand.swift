@@ -1,0 +1,121 @@
+import APNs
+import Crypto
+import Fanout
+import HTTP2
+import IO
+import JSONCore
+import Sender
+import TokenStore
+
+/// `sokuho fanout EVENT.json`: one Live Activity event (start, update, end) to every phone of the
+/// token store it concerns. The event's format is in the README ("Events").
+enum FanoutCommand {
+    static let spec = CommandSpec(
+        "fanout",
+        summary: "send a Live Activity event (start, update, end) to every phone of the token store it concerns",
+        usage: "EVENT.json --store DIR [credentials] [options]",
+        options: [StoreAccess.option] + APNsConnectionOptions.credentials + endpointOptions + [
+            OptionSpec("--connections", value: "N", help: "HTTP/2 connections to the push host (default 4)"),
+            OptionSpec("--streams", value: "N", help: "cap on concurrent streams per connection (default 1000)"),
+            OptionSpec("--threads", value: "N", help: "event-loop threads (default: one per core, at most the connections)"),
+            OptionSpec("--start-limit", value: "N", help: "push-to-start budget: skip (and count) a phone that got N starts from other events within --start-window (default 8; 0: no limit)"),
+            OptionSpec("--start-window", value: "SECONDS", help: "the window of the start budget (default 3600)"),
+            OptionSpec("--keep-channels", help: "end: keep the event's auto channels (deleted by default)"),
+            OptionSpec("--json", help: "print the report as one JSON object"),
+            OptionSpec("--svg", value: "FILE", help: "draw delivered over time and the latency distribution into FILE"),
+            OptionSpec("--log", value: "FILE", help: "append one JSON line per push: token's last 8 characters, group, apns-id, apns-unique-id, status, reason, outcome"),
+        ],
+        positionals: [PositionalSpec("EVENT.json", help: "the event (a JSON object; see the README's \"Events\")")],
+        details: """
+        Running the same event (key, serial, body) again prints "already sent" and the earlier
+        report; an interrupted one (a crash, kill -9) resumes where its checkpoints say. A higher
+        serial of the same key takes over the lower one's pending starts.
+
+        exit codes: 0 every target delivered or pruned (or already sent) · 1 some failed, were
+                    unknown or expired (the report says which) · 65 invalid event, or its key and
+                    serial were sent with another body · 66 event file or store missing ·
+                    69 APNs unreachable or the pool stopped · 74 store write failed ·
+                    78 circuit breaker: a wrong environment or topic (nothing pruned)
+        """,
+        run: run)
+
+    /// The endpoint options of `send`, but not `--environment`: an event names its environment
+    /// (no silent sandbox default on this path).
+    static let endpointOptions = APNsConnectionOptions.endpoint.filter { $0.name != "--environment" }
+
+    static func run(_ invocation: Invocation) throws(CLIError) -> ExitCode {
+        guard let path = invocation.positional("EVENT.json") else { throw .usage("missing EVENT.json; see 'sokuho fanout --help'") }
+        let bytes = try InputFile.read(path, option: "EVENT.json")
+        let event: FanoutEvent
+        do { event = try FanoutEvent(json: bytes) } catch { throw .data("\(path): \(error)") }
+        let store = try StoreAccess.open(invocation, readOnly: false)
+        defer { store.close() }
+        var options = try fanoutOptions(invocation, environment: event.environment)
+        let console = invocation.console
+        if console.isTerminal {
+            options.progress = { delivered, inFlight in console.progress("\r\u{1B}[Kfanout: \(delivered) delivered, \(inFlight) in flight") }
+        }
+        let result: FanoutResult
+        do { result = try Fanout.run(event, store: store, options: options) } catch { throw cliError(error) }
+        if console.isTerminal { console.progress("\r\u{1B}[K") }
+        return try finish(result, invocation: invocation)
+    }
+
+    /// Pool and endpoints from the command line, for `environment`'s hosts unless overridden.
+    static func fanoutOptions(_ invocation: Invocation, environment: Environment) throws(CLIError) -> FanoutOptions {
+        let tls = try APNsConnectionOptions.tls(invocation)
+        var push: (host: String, port: Int) = (environment.devicePush.host, environment.devicePush.port)
+        if let text = invocation.string("--host") { push = try APNsConnectionOptions.hostPort(text, option: "--host") }
+        var manage: (host: String, port: Int) = (environment.channelManagement.host, environment.channelManagement.port)
+        if let text = invocation.string("--manage-host") { manage = try APNsConnectionOptions.hostPort(text, option: "--manage-host") }
+        var pool = PoolConfiguration(host: push.host, port: push.port, tls: tls)
+        pool.serverName = invocation.string("--server-name")
+        pool.providerTokens = try APNsConnectionOptions.providerTokens(invocation)
+        pool.connections = try invocation.int("--connections", in: 1...256) ?? 4
+        pool.streamsPerConnection = try invocation.int("--streams", in: 1...100_000) ?? 1000
+        if let threads = try invocation.int("--threads", in: 1...64) { pool.threads = threads }
+        var pushOptions = ClientConnectionOptions(host: push.host, port: push.port, tls: tls)
+        pushOptions.serverName = pool.serverName
+        var manageOptions = ClientConnectionOptions(host: manage.host, port: manage.port, tls: tls)
+        manageOptions.serverName = pool.serverName
+        var options = FanoutOptions(pool: pool, push: pushOptions, manage: manageOptions)
+        let limit = try invocation.int("--start-limit", in: 0...127) ?? 8
+        options.startLimit = limit == 0 ? nil : limit
+        if let window = try invocation.double("--start-window", in: 1...7 * 86_400) { options.startWindow = Duration.seconds(window) }
+        options.keepChannels = invocation.flag("--keep-channels")
+        options.logPath = invocation.string("--log")
+        return options
+    }
+
+    /// Prints the report (and chart), and turns it into the exit status.
+    static func finish(_ result: FanoutResult, invocation: Invocation) throws(CLIError) -> ExitCode {
+        let report = result.report
+        if result.alreadySent {
+            invocation.console.error("\(invocation.commandPath): event '\(report.eventKey)' serial \(report.serial) was already sent; nothing was sent again. Its report:")
+        }
+        invocation.console.print(invocation.flag("--json") ? String(decoding: report.json, as: UTF8.self) : report.text)
+        if let path = invocation.string("--svg"), !result.alreadySent {
+            let subtitle = "\(report.targets) targets · \(report.delivered) delivered · \(BenchCommand.fixed(report.seconds, 1)) s · \(Int(report.pushesPerSecond.rounded())) pushes/s"
+            try DeliveryChart(title: "sokuho fanout \(report.eventKey) serial \(report.serial) (\(report.kind))", subtitle: subtitle,
+                              seriesLabel: "delivered", overTime: result.delivered, latency: result.latency).write(to: path)
+        }
+        if let stopped = report.stopped {
+            let code: ExitCode = stopped.hasPrefix("circuit breaker") ? .config : .unavailable
+            throw CLIError(code, stopped)
+        }
+        if !report.isComplete {
+            throw CLIError(.refused, "\(report.failedTotal) failed, \(report.unknown) unknown, \(report.expired) expired of \(report.targets) targets")
+        }
+        return .success
+    }
+
+    static func cliError(_ error: FanoutError) -> CLIError {
+        switch error.kind {
+        case .invalidEvent: return CLIError(.dataError, error.message)
+        case .store: return CLIError(.ioError, error.message)
+        case .unavailable: return CLIError(.unavailable, error.message)
+        case .refused: return CLIError(.refused, error.message)
+        case .config: return CLIError(.config, error.message)
+        }
+    }
+}
