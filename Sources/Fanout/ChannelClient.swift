@@ -24,12 +24,19 @@ struct ChannelClient {
         var summary: String { failure ?? "\(status) \(reason?.name ?? "")" }
     }
 
-    func create(policy: MessageStoragePolicy) throws(FanoutError) -> ChannelID {
-        let answer = try perform([ChannelManagementRequest(.create(policy), bundle: bundle, requestID: APNsID.random())], on: manage)[0]
-        guard answer.succeeded else { throw FanoutError(.refused, "APNs refused to create a broadcast channel: \(answer.summary)") }
-        do { return try ChannelManagementResponse.createdChannelID(headers: answer.headers) } catch {
-            throw FanoutError(.unavailable, "the channel host's answer to a create has no usable apns-channel-id: \(error)")
+    /// Creates `count` channels on one connection (an event's groups need theirs before the first
+    /// start goes out, so they are created together, not one connection each).
+    func create(count: Int, policy: MessageStoragePolicy) throws(FanoutError) -> [ChannelID] {
+        guard count > 0 else { return [] }
+        let requests = (0..<count).map { _ in ChannelManagementRequest(.create(policy), bundle: bundle, requestID: APNsID.random()) }
+        var ids: [ChannelID] = []
+        for answer in try perform(requests, on: manage) {
+            guard answer.succeeded else { throw FanoutError(.refused, "APNs refused to create a broadcast channel: \(answer.summary)") }
+            do { ids.append(try ChannelManagementResponse.createdChannelID(headers: answer.headers)) } catch {
+                throw FanoutError(.unavailable, "the channel host's answer to a create has no usable apns-channel-id: \(error)")
+            }
         }
+        return ids
     }
 
     /// The storage policy of an existing channel (it decides a broadcast's `apns-expiration`).

@@ -42,6 +42,8 @@ public struct FanoutResult: Sendable {
     /// (seconds since the start of the run, delivered so far).
     public var delivered: [(seconds: Double, count: Int)] = []
     public var latency = LatencyHistogram()
+    /// The highest resident memory seen while the fan-out ran (sampled every 200 ms).
+    public var peakMemory = MemoryUse()
 }
 
 /// The product's main job: one event from the token store to every phone it concerns, through
@@ -119,7 +121,9 @@ public enum Fanout {
         defer { pool.shutdown() }
 
         var samples: [(seconds: Double, count: Int)] = []
+        var peakMemory = MemoryUse.current()
         let sample = { () -> Void in
+            peakMemory = peakMemory.peak(with: MemoryUse.current())
             let (delivered, inFlight) = sink.lock.withLock { (sink.report.delivered, sink.inFlight) }
             samples.append(((MonotonicInstant.now() - runStart).seconds, delivered))
             options.progress?(delivered, inFlight)
@@ -188,7 +192,7 @@ public enum Fanout {
         report.retried = counters.retries
         report.targets = report.delivered + report.prunedTotal + report.failedTotal + report.unknown + report.expired
         report.stopped = stopped
-        report.firstPushMs = scanner.firstPush.map { ($0 - runStart).seconds * 1000 }
+        report.firstPushMs = sink.lock.withLock { sink.firstPush }.map { ($0 - runStart).seconds * 1000 }
         report.firstAnswerMs = sink.lock.withLock { sink.firstAnswer }.map { ($0 - runStart).seconds * 1000 }
         report.lastAnswerMs = sink.lock.withLock { sink.lastAnswer }.map { ($0 - runStart).seconds * 1000 }
         report.seconds = (MonotonicInstant.now() - runStart).seconds
@@ -198,7 +202,7 @@ public enum Fanout {
         final.updatedAt = Clock.milliseconds()
         final.report = report.json
         try storeCall { () throws(StoreError) in _ = try store.write([.putEventSerial(final)]) }
-        return FanoutResult(report: report, delivered: samples, latency: latency)
+        return FanoutResult(report: report, delivered: samples, latency: latency, peakMemory: peakMemory)
     }
 
     // MARK: Planning
@@ -242,11 +246,13 @@ public enum Fanout {
     }
 
     /// Each group's channel: explicit ones as given (with their storage policy), auto ones from
-    /// the store, created on first use when starts will subscribe phones to them.
+    /// the store, created on first use (together, on one connection) when starts will subscribe
+    /// phones to them.
     static func resolveChannels(_ event: FanoutEvent, creating: Bool, client: ChannelClient, store: TokenStore) throws(FanoutError)
         -> [Int: (id: ChannelID, policy: MessageStoragePolicy)] {
         var result: [Int: (id: ChannelID, policy: MessageStoragePolicy)] = [:]
         var explicitPolicies: [ChannelID: MessageStoragePolicy] = [:]
+        var missing: [FanoutEvent.Group] = []
         for group in event.groups {
             switch group.channel {
             case nil:
@@ -261,15 +267,19 @@ public enum Fanout {
                    let id = try? ChannelID(stored.channelID) {
                     result[group.index] = (id, stored.storagePolicy == .mostRecentMessageStored ? .mostRecentMessageStored : .noMessageStored)
                 } else if creating {
-                    // Most-Recent-Message-Stored: a phone that was offline gets the latest state.
-                    let id = try client.create(policy: .mostRecentMessageStored)
-                    let record = ChannelRecord(app: event.app.text, environment: event.environment, name: name, channelID: id.text,
-                                               storagePolicy: .mostRecentMessageStored)
-                    try storeCall { () throws(StoreError) in _ = try store.write([.putChannel(record)]) }
-                    result[group.index] = (id, .mostRecentMessageStored)
+                    missing.append(group)
                 }
             }
         }
+        // Most-Recent-Message-Stored: a phone that was offline gets the latest state.
+        let created = try client.create(count: missing.count, policy: .mostRecentMessageStored)
+        var records: [WriteOperation] = []
+        for (group, id) in zip(missing, created) {
+            records.append(.putChannel(ChannelRecord(app: event.app.text, environment: event.environment, name: autoChannelName(event: event, topic: group.topic),
+                                                     channelID: id.text, storagePolicy: .mostRecentMessageStored)))
+            result[group.index] = (id, .mostRecentMessageStored)
+        }
+        try storeCall { () throws(StoreError) in _ = try store.write(records) }
         return result
     }
 
@@ -349,6 +359,7 @@ public enum Fanout {
                 throw FanoutError(.invalidEvent, "groups[\(group.index)] broadcast: \(error)")
             }
         }
+        sink.lock.withLock { if sink.firstPush == nil && !requests.isEmpty { sink.firstPush = MonotonicInstant.now() } }
         let answers = try client.broadcast(requests)
         sink.lock.withLock {
             sink.report.broadcasts += answers.count

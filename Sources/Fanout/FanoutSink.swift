@@ -51,6 +51,8 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
     var breakerBad: [Int]
     /// Why the event must stop (the breaker tripped), if it must.
     var tripped: String?
+    /// When the first push (or broadcast) was handed out, and answered.
+    var firstPush: MonotonicInstant?
     var firstAnswer: MonotonicInstant?
     var lastAnswer: MonotonicInstant?
     private let log: AuditLog?
@@ -150,7 +152,14 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
 
     /// Counts pushes the producer hands to the pool.
     func willSend(_ count: Int) {
-        lock.withLock { inFlight += count }
+        lock.withLock { noteSending(count) }
+    }
+
+    /// `willSend` under the lock.
+    func noteSending(_ count: Int) {
+        guard count > 0 else { return }
+        inFlight += count
+        if firstPush == nil { firstPush = MonotonicInstant.now() }
     }
 }
 

@@ -35,7 +35,6 @@ final class StartScanner {
     let maximumInFlight: Int
     /// After this the event sends nothing more (nil: no deadline).
     let deadline: MonotonicInstant
-    var firstPush: MonotonicInstant?
     /// Why sending stopped early (the breaker, a halted pool).
     var stopped: String?
     private var lastCheckpoint = MonotonicInstant.now()
@@ -70,6 +69,7 @@ final class StartScanner {
     }
 
     private var pending: [Pending] = []
+    private var sentAny = false
 
     func run(_ plan: StartPlan) throws(FanoutError) {
         let groupPushes = pushes[plan.group.index]
@@ -89,8 +89,9 @@ final class StartScanner {
                 let kind = batch.kinds[index]
                 let broadcast = batch.broadcast[index]
                 let tokenSlice = batch.token(at: index)
-                guard let token = DeviceTokenBytes(bytes: tokenSlice) else { continue }
-                let hash = tokenSlice.withUnsafeBytes { TokenTally.hash(kind: kind.rawValue, token: $0) }
+                guard let (token, hash) = tokenSlice.withUnsafeBytes({ raw in
+                    DeviceTokenBytes(raw).map { ($0, TokenTally.hash(kind: kind.rawValue, token: raw)) }
+                }) else { continue }
                 var entry = ScanWindow.Entry(token: token, minLevel: minLevel, kindByte: kind.rawValue | (broadcast ? 0x80 : 0), hash: hash)
                 let group: PushGroup?
                 let slot: Int
@@ -147,7 +148,9 @@ final class StartScanner {
 
     private func add(_ target: Pending, window: Int) throws(FanoutError) {
         pending.append(target)
-        if pending.count >= Self.chunk || (firstPush == nil && target.group != nil) { try flush(window: window) }
+        // The very first push goes out at once: an earthquake warning's first phone should not
+        // wait for a chunk to fill.
+        if pending.count >= Self.chunk || (!sentAny && target.group != nil) { try flush(window: window) }
     }
 
     /// Hands the pending targets to the window and their pushes to the pool: waits for room,
@@ -174,7 +177,7 @@ final class StartScanner {
                     jobs.append(PushJob(token: target.entry.token, group: group, id: PushSlot.jobID(slot: target.slot, sequence: sequence)))
                 }
             }
-            sink.inFlight += jobs.count
+            sink.noteSending(jobs.count)
             progress = checkpoint(window)
         }
         pending.removeAll(keepingCapacity: true)
@@ -182,7 +185,7 @@ final class StartScanner {
             do { try store.write([.putStartProgress(progress)], durable: false) } catch { throw FanoutError(.store, error.description) }
         }
         if !jobs.isEmpty {
-            if firstPush == nil { firstPush = MonotonicInstant.now() }
+            sentAny = true
             pool.send(jobs)
         }
         if let halt = pool.haltMessage { stopped = halt }

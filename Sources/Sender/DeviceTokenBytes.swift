@@ -13,11 +13,25 @@ public struct DeviceTokenBytes: Sendable, Equatable {
 
     /// The token from raw bytes; nil when it is empty or longer than `capacity`.
     public init?<Bytes: Collection>(bytes: Bytes) where Bytes.Element == UInt8 {
+        // Arrays and slices (what the store and the fan-out hand over) take the copy below; the
+        // element-by-element loop is for other collections only.
+        if let made = bytes.withContiguousStorageIfAvailable({ DeviceTokenBytes(UnsafeRawBufferPointer($0)) }) {
+            guard let made else { return nil }
+            self = made
+            return
+        }
         guard !bytes.isEmpty, bytes.count <= Self.capacity else { return nil }
         count = UInt8(bytes.count)
         withUnsafeMutableBytes(of: &storage) { raw in
             for (index, byte) in bytes.enumerated() { raw[index] = byte }
         }
+    }
+
+    /// The token from raw bytes, copied in one go (the fan-out's per-target path: no generics).
+    public init?(_ raw: UnsafeRawBufferPointer) {
+        guard raw.count > 0, raw.count <= Self.capacity else { return nil }
+        count = UInt8(raw.count)
+        withUnsafeMutableBytes(of: &storage) { $0.baseAddress!.copyMemory(from: raw.baseAddress!, byteCount: raw.count) }
     }
 
     /// The token from its hexadecimal text (either case); nil when it is not even-length hex or too long.

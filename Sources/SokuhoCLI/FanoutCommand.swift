@@ -93,7 +93,20 @@ enum FanoutCommand {
         if result.alreadySent {
             invocation.console.error("\(invocation.commandPath): event '\(report.eventKey)' serial \(report.serial) was already sent; nothing was sent again. Its report:")
         }
-        invocation.console.print(invocation.flag("--json") ? String(decoding: report.json, as: UTF8.self) : report.text)
+        if invocation.flag("--json") {
+            // The report as stored, plus this run's memory (not part of the stored report).
+            var json = report.json
+            if !result.alreadySent {
+                json.removeLast()
+                json += Array(",\"peakAnonymousMB\":\(BenchCommand.fixed(result.peakMemory.anonymousMB, 1)),\"peakFileMB\":\(BenchCommand.fixed(result.peakMemory.fileMB, 1))}".utf8)
+            }
+            invocation.console.print(String(decoding: json, as: UTF8.self))
+        } else {
+            invocation.console.print(report.text)
+            if !result.alreadySent {
+                invocation.console.print("memory        peak \(BenchCommand.fixed(result.peakMemory.anonymousMB, 1)) MB anonymous (heap), \(BenchCommand.fixed(result.peakMemory.fileMB, 1)) MB file-backed (the store's map)")
+            }
+        }
         if let path = invocation.string("--svg"), !result.alreadySent {
             let subtitle = "\(report.targets) targets · \(report.delivered) delivered · \(BenchCommand.fixed(report.seconds, 1)) s · \(Int(report.pushesPerSecond.rounded())) pushes/s"
             try DeliveryChart(title: "sokuho fanout \(report.eventKey) serial \(report.serial) (\(report.kind))", subtitle: subtitle,

@@ -1,0 +1,35 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Resident memory split the way the fan-out's budget is stated: anonymous (the heap: what the
+/// process allocated) and file-backed (the token store's memory map, which the kernel can drop
+/// and re-read at will). From /proc/self/status; zero where it cannot be read.
+public struct MemoryUse: Sendable, Equatable {
+    public var anonymousMB = 0.0
+    public var fileMB = 0.0
+
+    public init() {}
+
+    public static func current() -> MemoryUse {
+        var use = MemoryUse()
+        guard let file = fopen("/proc/self/status", "r") else { return use }
+        defer { fclose(file) }
+        var line = [CChar](repeating: 0, count: 256)
+        while fgets(&line, Int32(line.count), file) != nil {
+            let text = String(cString: line)
+            let kilobytes = Double(text.filter(\.isNumber)) ?? 0
+            if text.hasPrefix("RssAnon:") { use.anonymousMB = kilobytes / 1024 }
+            if text.hasPrefix("RssFile:") { use.fileMB = kilobytes / 1024 }
+        }
+        return use
+    }
+
+    /// The larger of each part.
+    public func peak(with other: MemoryUse) -> MemoryUse {
+        var peak = self
+        peak.anonymousMB = max(anonymousMB, other.anonymousMB)
+        peak.fileMB = max(fileMB, other.fileMB)
+        return peak
+    }
+}
