@@ -15,9 +15,10 @@ public struct MemoryUse: Sendable, Equatable {
         var use = MemoryUse()
         guard let file = fopen("/proc/self/status", "r") else { return use }
         defer { fclose(file) }
-        var line = [CChar](repeating: 0, count: 256)
-        while fgets(&line, Int32(line.count), file) != nil {
-            let text = String(cString: line)
+        var bytes = [UInt8](repeating: 0, count: 8192)
+        let count = fread(&bytes, 1, bytes.count, file)
+        for line in bytes[..<count].split(separator: UInt8(ascii: "\n")) {
+            let text = String(decoding: line, as: UTF8.self)
             let kilobytes = Double(text.filter(\.isNumber)) ?? 0
             if text.hasPrefix("RssAnon:") { use.anonymousMB = kilobytes / 1024 }
             if text.hasPrefix("RssFile:") { use.fileMB = kilobytes / 1024 }
