@@ -85,8 +85,9 @@ public enum Fanout {
 
         let channels = ChannelClient(bundle: event.app, push: options.push, manage: options.manage, tokens: options.pool.providerTokens,
                                      timeout: .seconds(30))
-        let plans = try planStarts(event, records: records.starts)
+        var plans = try planStarts(event, records: records.starts)
         let startContent = try self.startContent(event, needed: !plans.isEmpty, serials: records.serials, store: store)
+        if startContent == nil { plans = [] }  // an update of activities started on the phones (train-follow): no starts
         let channelIDs = try resolveChannels(event, creating: !plans.isEmpty, client: channels, store: store)
         var pushes: [EventPushes] = []
         for group in event.groups {
@@ -230,7 +231,7 @@ public enum Fanout {
     }
 
     /// The attributes and alert starts carry: the event's own, or for an update that widens the
-    /// area, those of the key's latest start serial.
+    /// area, those of the key's latest start serial (nil when the key never had a start).
     static func startContent(_ event: FanoutEvent, needed: Bool, serials: [EventSerialRecord], store: TokenStore) throws(FanoutError)
         -> EventPushes.StartContent? {
         guard needed else { return nil }
@@ -242,7 +243,9 @@ public enum Fanout {
                   let type = earlier.attributesType, let attributes = earlier.attributes, let alert = earlier.alert else { continue }
             return EventPushes.StartContent(attributesType: type, attributes: attributes, alert: alert)
         }
-        throw FanoutError(.invalidEvent, "groups reach phones that got no start yet, but event '\(event.key)' has no start to take attributesType, attributes and alert from; add them to this update")
+        // No start was ever sent for this key (activities the app started itself, as a train-follow
+        // app does): an update widens nothing.
+        return nil
     }
 
     /// Each group's channel: explicit ones as given (with their storage policy), auto ones from
@@ -376,11 +379,13 @@ public enum Fanout {
         let activities = try storeCall { () throws(StoreError) in try store.activities(eventKey: event.key) }
             .filter { $0.app == event.app.text && $0.environment == event.environment }
         guard !activities.isEmpty else { return }
-        // An activity does not say which group it shows: it gets the first group's content.
-        guard let group = event.groupsByPriority.first, let push = pushes[group.index].activityUpdate else { return }
+        // An activity registered with its topic gets that group's content; one without (or whose
+        // group this serial dropped) gets the first group's.
+        guard let first = event.groupsByPriority.first else { return }
         var jobs: [PushJob] = []
         for activity in activities {
-            guard let token = DeviceTokenBytes(bytes: activity.updateToken) else { continue }
+            let group = activity.topic.flatMap { topic in event.groups.first { $0.topic == topic } } ?? first
+            guard let token = DeviceTokenBytes(bytes: activity.updateToken), let push = pushes[group.index].activityUpdate else { continue }
             jobs.append(PushJob(token: token, group: push, id: PushSlot.jobID(slot: slots[group.index], sequence: 0)))
         }
         sink.willSend(jobs.count)

@@ -20,6 +20,7 @@ enum ActivitiesCommand {
             OptionSpec("--app", value: "BUNDLE_ID", help: "the app's bundle ID (required)"),
             OptionSpec("--environment", value: "sandbox|production", help: "the token's APNs environment (default sandbox)"),
             OptionSpec("--event-key", value: "KEY", help: "the event the activity shows, e.g. eew-20260823020000 (required)"),
+            OptionSpec("--topic", value: "TOPIC", help: "the event group (topic) the activity shows, e.g. region:301: updates carry that group's content (default: the event's first group)"),
             OptionSpec("--activity-id", value: "ID", help: "the activity's id on the phone (required)"),
             OptionSpec("--token", value: "HEX", help: "the activity's update token (pushTokenUpdates), hexadecimal (required)"),
             OptionSpec("--json", help: "print {\"activityId\":…,\"eventKey\":…,\"startedAt\":…,\"expiresAt\":…}"),
@@ -52,7 +53,8 @@ enum ActivitiesCommand {
         do { token = try DeviceToken(hex: tokenText) } catch { throw CLIError.data("--token: \(error.description)") }
         guard let bytes = Hex.decode(token.hex) else { throw CLIError.data("--token: not hexadecimal") }
         let now = StoreAccess.nowMilliseconds()
-        let activity = ActivityRecord(id: activityID, app: app, environment: environment, updateToken: bytes, eventKey: eventKey, startedAt: now)
+        let activity = ActivityRecord(id: activityID, app: app, environment: environment, updateToken: bytes, eventKey: eventKey, startedAt: now,
+                                      topic: invocation.string("--topic"))
         let store = try StoreAccess.open(invocation, readOnly: false, create: true)
         defer { store.close() }
         _ = try StoreAccess.run { () throws(StoreError) in try store.write([.putActivity(activity)]) }

@@ -151,7 +151,7 @@ enum DemoCommand {
             var token: [UInt8] = []
             for _ in 0..<4 { withUnsafeBytes(of: random.next()) { token.append(contentsOf: $0) } }
             return .putActivity(ActivityRecord(id: "activity-" + phone.installation, app: app, environment: .production,
-                                               updateToken: token, eventKey: key, startedAt: now))
+                                               updateToken: token, eventKey: key, startedAt: now, topic: "region:\(phone.region)"))
         }
         do { try store.write(operations) } catch { throw StoreAccess.cliError(error) }
     }

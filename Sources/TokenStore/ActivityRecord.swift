@@ -9,6 +9,9 @@ public struct ActivityRecord: Sendable, Equatable {
     public var updateToken: [UInt8]
     /// The event the activity shows (its updates and end go to this token).
     public var eventKey: String
+    /// The event group (topic) the activity shows, so an update carries that group's content
+    /// (nil: unknown; the event's first group is used).
+    public var topic: String?
     /// Milliseconds since 1970.
     public var startedAt: UInt64
     /// Milliseconds since 1970; never more than 8 hours after `startedAt`.
@@ -16,12 +19,13 @@ public struct ActivityRecord: Sendable, Equatable {
 
     /// `expiresAt` is clamped to `startedAt` + 8 hours.
     public init(id: String, app: String, environment: Environment, updateToken: [UInt8], eventKey: String,
-                startedAt: UInt64, expiresAt: UInt64? = nil) {
+                startedAt: UInt64, expiresAt: UInt64? = nil, topic: String? = nil) {
         self.id = id
         self.app = app
         self.environment = environment
         self.updateToken = updateToken
         self.eventKey = eventKey
+        self.topic = topic
         self.startedAt = startedAt
         let latest = startedAt + StoreLimits.maximumActivityLifetimeMilliseconds
         self.expiresAt = min(expiresAt ?? latest, latest)
@@ -32,6 +36,7 @@ public struct ActivityRecord: Sendable, Equatable {
         try StoreLimits.checkName(app, field: "app")
         try StoreLimits.checkName(eventKey, field: "event key")
         try StoreLimits.checkToken(updateToken, field: "update token")
+        if let topic { try StoreLimits.checkName(topic, field: "topic") }
     }
 
     var encoded: [UInt8] {
@@ -42,6 +47,8 @@ public struct ActivityRecord: Sendable, Equatable {
         writer.string(eventKey)
         writer.uint64(startedAt)
         writer.uint64(expiresAt)
+        // Appended last and only when known: records written before it existed still read.
+        if let topic { writer.string(topic) }
         return writer.bytes
     }
 
@@ -54,5 +61,6 @@ public struct ActivityRecord: Sendable, Equatable {
         eventKey = try reader.string()
         startedAt = try reader.uint64()
         expiresAt = try reader.uint64()
+        topic = reader.isAtEnd ? nil : try reader.string()
     }
 }

@@ -20,7 +20,7 @@ public enum TokenLine: Sendable, Equatable {
 /// and an activity line, the update token `sokuho activities register` stores:
 ///
 ///     {"activityId":"…","app":"com.example.eew","environment":"sandbox","eventKey":"eew-…",
-///      "token":"<hex>","startedAt":1717000000000}
+///      "topic":"region:301","token":"<hex>","startedAt":1717000000000}
 ///
 /// A focused strict JSON reader for these two shapes: a million lines parse in well under a second
 /// without building a `JSONValue` tree. It accepts exactly what RFC 8259 accepts for them
@@ -82,7 +82,7 @@ public struct TokenLineParser {
     private mutating func parseObject(now: UInt64) throws(Failure) -> TokenLine {
         var installationID: String?, app: String?, environment: Environment?, kind: TokenKind?
         var token: [UInt8]?, registeredAt: UInt64?, broadcast: Bool?, topics: [TopicSubscription]?
-        var activityID: String?, eventKey: String?, startedAt: UInt64?
+        var activityID: String?, eventKey: String?, startedAt: UInt64?, activityTopic: String?
         // The shape, and the field that decided it (for the message refusing the other shape's).
         var shape: (Shape, field: String)?
         try expect(UInt8(ascii: "{"), "a line must be one JSON object ({…})")
@@ -136,11 +136,14 @@ public struct TokenLineParser {
             case "eventKey":
                 try claim(eventKey, .activity)
                 eventKey = try parseName("eventKey")
+            case "topic":
+                try claim(activityTopic, .activity)
+                activityTopic = try parseName("topic")
             case "startedAt":
                 try claim(startedAt, .activity)
                 startedAt = try parseMilliseconds("startedAt", now: now)
             default:
-                throw Failure(column: keyStart + 1, message: "unknown field \"\(key)\"; a token line has installationId, app, environment, kind, token, registeredAt (optional), broadcast (optional), topics; an activity line has activityId, app, environment, eventKey, token, startedAt (optional)")
+                throw Failure(column: keyStart + 1, message: "unknown field \"\(key)\"; a token line has installationId, app, environment, kind, token, registeredAt (optional), broadcast (optional), topics; an activity line has activityId, app, environment, eventKey, topic (optional), token, startedAt (optional)")
             }
             first = false
             skipWhitespace()
@@ -159,7 +162,7 @@ public struct TokenLineParser {
             let activity = ActivityRecord(id: try require(activityID, "activityId"), app: try require(app, "app"),
                                           environment: try require(environment, "environment"),
                                           updateToken: try require(token, "token"), eventKey: try require(eventKey, "eventKey"),
-                                          startedAt: startedAt ?? now)
+                                          startedAt: startedAt ?? now, topic: activityTopic)
             do { try activity.validate() } catch { throw Failure(column: 1, message: error.description) }
             return .activity(activity)
         }

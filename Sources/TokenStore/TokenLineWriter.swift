@@ -44,6 +44,10 @@ public enum TokenLineWriter {
         appendPlace(app: activity.app, environment: activity.environment, to: &out)
         out.append(contentsOf: ",\"eventKey\":".utf8)
         JSONWriter.appendQuoted(activity.eventKey, to: &out)
+        if let topic = activity.topic {
+            out.append(contentsOf: ",\"topic\":".utf8)
+            JSONWriter.appendQuoted(topic, to: &out)
+        }
         appendToken(activity.updateToken, to: &out)
         out.append(contentsOf: ",\"startedAt\":".utf8)
         out.append(contentsOf: String(activity.startedAt).utf8)

@@ -99,6 +99,26 @@ import TokenStore
         #expect(channels.isEmpty)
     }
 
+    @Test func anActivityRegisteredWithItsTopicGetsThatGroupsContentAndOneWithoutGetsTheFirstGroups() throws {
+        let scenario = try FanoutScenario()
+        let withTopic = FanoutScenario.token(1, prefix: "b1"), without = FanoutScenario.token(2, prefix: "b1")
+        _ = try scenario.withStore { store in
+            try store.write([
+                .putActivity(ActivityRecord(id: "a1", app: testBundle, environment: .production, updateToken: Array(hex: withTopic),
+                                            eventKey: "eew-test", startedAt: 1_000, topic: "region:9")),
+                .putActivity(ActivityRecord(id: "a2", app: testBundle, environment: .production, updateToken: Array(hex: without),
+                                            eventKey: "eew-test", startedAt: 1_000)),
+            ])
+        }
+        let update = followEvent(serial: 2, kind: "update", groups: [("region:1", 5, "first"), ("region:9", 3, "nine")], channel: "null")
+        let run = scenario.fanout(scenario.event("update.json", update))
+        #expect(run.code == .success, "\(run)")
+        let pushes = scenario.devicePushes()
+        #expect(pushes[withTopic]?.first?.body["aps"]?["content-state"]?["text"]?.stringValue == "nine")
+        #expect(pushes[without]?.first?.body["aps"]?["content-state"]?["text"]?.stringValue == "first")
+        #expect(pushes[withTopic]?.first?.body["aps"]?["event"]?.stringValue == "update")
+    }
+
     @Test func theCircuitBreakerStopsAWrongEnvironmentEventAndPrunesNothing() throws {
         // Every answer BadDeviceToken: what sandbox tokens sent to production get.
         let scenario = try FanoutScenario { $0.faults = [(reason: "BadDeviceToken", fraction: 1.0)] }
