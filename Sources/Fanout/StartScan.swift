@@ -114,6 +114,9 @@ final class StartScanner {
                             // start would put a second activity on the phone.
                             sink.lock.withLock { sink.report.unknown += 1 }
                             entry.answered = true
+                        } else {
+                            // `resend`: sent again, maybe a second start on the phone; the report says so.
+                            sink.lock.withLock { sink.report.resentAfterUnknown += 1 }
                         }
                         tally.markHandled(hash)
                         try add(Pending(entry: entry, group: entry.answered ? nil : group, slot: slot), window: plan.window)
