@@ -70,6 +70,8 @@ final class StartScanner {
     }
 
     private var pending: [Pending] = []
+    /// How many of `pending` are sent (the others are handled without a push).
+    private var pendingSends = 0
 
     func run(_ plan: StartPlan) throws(FanoutError) {
         let groupPushes = pushes[plan.group.index]
@@ -150,14 +152,20 @@ final class StartScanner {
 
     private func add(_ target: Pending, window: Int) throws(FanoutError) {
         pending.append(target)
-        if pending.count >= Self.chunk || (firstPush == nil && target.group != nil) { try flush(window: window) }
+        if target.group != nil { pendingSends += 1 }
+        // A chunk sends at most half the in-flight window: `flush` makes room for all of its
+        // sends at once, so a bigger one would put more than the window in flight (and, after a
+        // kill, make all of it unknown).
+        if pending.count >= Self.chunk || pendingSends >= max(1, maximumInFlight / 2) || (firstPush == nil && target.group != nil) {
+            try flush(window: window)
+        }
     }
 
     /// Hands the pending targets to the window and their pushes to the pool: waits for room,
     /// records the scan position first (so a crash cannot hide a sent push), then sends.
     func flush(window: Int) throws(FanoutError) {
         guard !pending.isEmpty else { return }
-        let sends = pending.reduce(0) { $0 + ($1.group == nil ? 0 : 1) }
+        let sends = pendingSends
         var progress: StartProgress?
         var jobs: [PushJob] = []
         jobs.reserveCapacity(sends)
@@ -181,6 +189,7 @@ final class StartScanner {
             progress = checkpoint(window)
         }
         pending.removeAll(keepingCapacity: true)
+        pendingSends = 0
         if let progress {
             do { try store.write([.putStartProgress(progress)], durable: false) } catch { throw FanoutError(.store, error.description) }
         }
