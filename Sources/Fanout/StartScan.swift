@@ -45,6 +45,8 @@ final class StartScanner {
     /// first records how far the scan got: the write-ahead that bounds duplicates after a crash).
     static let scanBatch = 4096
     static let chunk = 2048
+    /// Answers after which a wait for room checkpoints (besides every second).
+    static let checkpointAnswers = 1000
 
     init(event: FanoutEvent, store: TokenStore, pool: ConnectionPool, sink: FanoutSink, pushes: [EventPushes], tally: TokenTally,
          startLimit: Int?, maximumInFlight: Int, deadline: MonotonicInstant, tick: @escaping () -> Void) {
@@ -70,6 +72,8 @@ final class StartScanner {
 
     private var pending: [Pending] = []
     private var sentAny = false
+    /// How many of `pending` are sent (the others are handled without a push).
+    private var pendingSends = 0
 
     func run(_ plan: StartPlan) throws(FanoutError) {
         let groupPushes = pushes[plan.group.index]
@@ -115,6 +119,9 @@ final class StartScanner {
                             // start would put a second activity on the phone.
                             sink.lock.withLock { sink.report.unknown += 1 }
                             entry.answered = true
+                        } else {
+                            // `resend`: sent again, maybe a second start on the phone; the report says so.
+                            sink.lock.withLock { sink.report.resentAfterUnknown += 1 }
                         }
                         tally.markHandled(hash)
                         try add(Pending(entry: entry, group: entry.answered ? nil : group, slot: slot), window: plan.window)
@@ -148,48 +155,71 @@ final class StartScanner {
 
     private func add(_ target: Pending, window: Int) throws(FanoutError) {
         pending.append(target)
-        // The very first push goes out at once: an earthquake warning's first phone should not
-        // wait for a chunk to fill.
-        if pending.count >= Self.chunk || (!sentAny && target.group != nil) { try flush(window: window) }
+        if target.group != nil { pendingSends += 1 }
+        // A chunk sends at most half the in-flight window: `flush` makes room for all of its
+        // sends at once, so a bigger one would put more than the window in flight (and, after a
+        // kill, make all of it unknown). The very first push goes out at once: an earthquake
+        // warning's first phone should not wait for a chunk to fill.
+        if pending.count >= Self.chunk || pendingSends >= max(1, maximumInFlight / 2) || (!sentAny && target.group != nil) {
+            try flush(window: window)
+        }
     }
 
     /// Hands the pending targets to the window and their pushes to the pool: waits for room,
-    /// records the scan position first (so a crash cannot hide a sent push), then sends.
+    /// records the scan position first (so a crash cannot hide a sent push), then sends. A long
+    /// wait checkpoints what was answered meanwhile (every second or `checkpointAnswers`) and keeps
+    /// waiting: what is in flight never exceeds the window, so neither do the unknowns after a kill.
     func flush(window: Int) throws(FanoutError) {
         guard !pending.isEmpty else { return }
-        let sends = pending.reduce(0) { $0 + ($1.group == nil ? 0 : 1) }
+        let sends = pendingSends
         var progress: StartProgress?
         var jobs: [PushJob] = []
         jobs.reserveCapacity(sends)
-        sink.lock.withLock {
-            while stopped == nil,
-                  sink.windows[window].capacity - Int(sink.windows[window].head - sink.windows[window].base) < pending.count
-                    || (sends > 0 && sink.inFlight + sends > maximumInFlight && sink.inFlight > 0) {
-                sink.wakeAt = maximumInFlight / 2
-                sink.lock.wait(until: MonotonicInstant.now() + .milliseconds(200))
-                if let reason = sink.tripped { stopped = reason }
-                if MonotonicInstant.now() - lastCheckpoint >= .seconds(1) { break }
-            }
-            for target in pending {
-                let sequence = sink.windows[window].append(target.entry)
-                if let group = target.group {
-                    if sink.slots[target.slot].purpose == .fallback { sink.report.fallbackAlerts += 1 }
-                    jobs.append(PushJob(token: target.entry.token, group: group, id: PushSlot.jobID(slot: target.slot, sequence: sequence)))
+        while true {
+            var interim: StartProgress?
+            let ready = sink.lock.withLock { () -> Bool in
+                while stopped == nil,
+                      sink.windows[window].capacity - Int(sink.windows[window].head - sink.windows[window].base) < pending.count
+                        || (sends > 0 && sink.inFlight + sends > maximumInFlight && sink.inFlight > 0) {
+                    sink.wakeAt = maximumInFlight / 2
+                    sink.lock.wait(until: MonotonicInstant.now() + .milliseconds(200))
+                    if let reason = sink.tripped { stopped = reason }
+                    if MonotonicInstant.now() - lastCheckpoint >= .seconds(1)
+                        || sink.windows[window].answersSinceCheckpoint >= Self.checkpointAnswers {
+                        interim = checkpoint(window)
+                        return false
+                    }
                 }
+                for target in pending {
+                    let sequence = sink.windows[window].append(target.entry)
+                    if let group = target.group {
+                        if sink.slots[target.slot].purpose == .fallback { sink.report.fallbackAlerts += 1 }
+                        jobs.append(PushJob(token: target.entry.token, group: group, id: PushSlot.jobID(slot: target.slot, sequence: sequence)))
+                    }
+                }
+                sink.noteSending(jobs.count)
+                progress = checkpoint(window)
+                return true
             }
-            sink.noteSending(jobs.count)
-            progress = checkpoint(window)
+            if ready { break }
+            try write(interim)
+            tick()
+            lastCheckpoint = MonotonicInstant.now()
         }
         pending.removeAll(keepingCapacity: true)
-        if let progress {
-            do { try store.write([.putStartProgress(progress)], durable: false) } catch { throw FanoutError(.store, error.description) }
-        }
+        pendingSends = 0
+        try write(progress)
         if !jobs.isEmpty {
             sentAny = true
             pool.send(jobs)
         }
         if let halt = pool.haltMessage { stopped = halt }
         if MonotonicInstant.now() - lastCheckpoint >= .seconds(1) { tick(); lastCheckpoint = MonotonicInstant.now() }
+    }
+
+    private func write(_ progress: StartProgress?) throws(FanoutError) {
+        guard let progress else { return }
+        do { try store.write([.putStartProgress(progress)], durable: false) } catch { throw FanoutError(.store, error.description) }
     }
 
     /// The window's progress as the store keeps it (call under the sink's lock).

@@ -193,3 +193,22 @@ import TokenStore
         #expect(scenario.running.counters.accepted == 0)
     }
 }
+
+/// `sokuho demo` is the README's first command: it must run end to end and agree with the simulator.
+@Suite struct DemoCommandTests {
+    @Test func theDemoRunsAllFourStepsAndEveryReportMatchesWhatTheSimulatorAccepted() throws {
+        let directory = temporaryDirectory("sokuho-demo-test")
+        let svg = directory + "/demo.svg"
+        let run = sokuho(["demo", "--installations", "3000", "--regions", "20", "--svg", svg, "--json"])
+        #expect(run.code == .success, "\(run)")
+        let reports = try run.out.split(separator: "\n").map { try JSONParser.parse(String($0)) }
+        #expect(reports.map { $0["kind"]?.stringValue } == ["start", "update", "update", "end"])
+        for report in reports {
+            #expect(report["targets"]?.int64Value == report["delivered"]?.int64Value, "\(report.jsonText)")
+            #expect((report["delivered"]?.int64Value ?? 0) > 0)
+        }
+        // The widening serial started phones in the new regions: more device pushes than broadcasts.
+        #expect((reports[1]["broadcasts"]?.int64Value ?? 0) > 0)
+        #expect(String(decoding: readFile(svg), as: UTF8.self).hasPrefix("<?xml") || String(decoding: readFile(svg), as: UTF8.self).hasPrefix("<svg"))
+    }
+}
