@@ -72,7 +72,7 @@ public enum Fanout {
         // Recorded before anything is sent: a crash from here on is resumed, never repeated blind.
         let record = EventSerialRecord(eventKey: event.key, serial: event.serial, bodyHash: bodyHash, phase: .sending,
                                        startedAt: firstStartedAt, updatedAt: startedAt, report: earlier?.json ?? [], body: event.canonicalJSON)
-        try storeCall { () throws(StoreError) in _ = try store.write([.putEventSerial(record)]) }
+        try storeCall { () throws(StoreError) in _ = try store.write([.putEventSerial(record)], durable: false) }
 
         // The event's clock: its deadline and expiration run from its first run, not this one.
         let deadlineMs = firstStartedAt + UInt64(event.deadline.milliseconds)

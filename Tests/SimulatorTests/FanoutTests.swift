@@ -177,6 +177,28 @@ import TokenStore
         #expect(try JSONParser.parse(run.out)["fallbackAlerts"]?.int64Value == 1)
     }
 
+    @Test func theAuditLogHasOneLinePerPushWithOnlyTheTokensLastEightCharacters() throws {
+        let scenario = try FanoutScenario()
+        try scenario.register(Self.phones())
+        let log = scenario.directory + "/audit.jsonl"
+        let run = scenario.fanout(scenario.event("start.json", startEvent(groups: [("region:0", 4, "x")])), ["--log", log])
+        #expect(run.code == .success, "\(run)")
+        let lines = try String(decoding: readFile(log), as: UTF8.self).split(separator: "\n").map { try JSONParser.parse(String($0)) }
+        #expect(lines.count == scenario.running.counters.accepted)
+        let suffixes = Set(Self.phones().map { String($0.token.suffix(8)) })
+        for line in lines {
+            let token = line["token"]?.stringValue ?? ""
+            #expect(token.count == 8 && suffixes.contains(token), "\(line.jsonText)")
+            #expect(line["group"]?.stringValue == "region:0")
+            #expect(line["status"]?.int64Value == 200)
+            #expect(line["outcome"]?.stringValue == "delivered")
+            #expect(line["apnsId"]?.stringValue?.count == 36)
+        }
+        // No full token anywhere in the log.
+        let text = String(decoding: readFile(log), as: UTF8.self)
+        #expect(!Self.phones().contains { text.contains($0.token) })
+    }
+
     @Test func anInvalidEventIsRefusedNamingTheFieldBeforeAnythingIsSent() throws {
         let scenario = try FanoutScenario()
         let cases = [
