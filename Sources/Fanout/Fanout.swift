@@ -138,7 +138,7 @@ public enum Fanout {
         }
 
         // Starts, group by group in priority order.
-        var tally = try rebuildTally(event, plans: numbered, records: records.starts, options: options, store: store)
+        let tally = try rebuildTally(event, plans: numbered, records: records.starts, options: options, store: store)
         var lastCheckpoint = MonotonicInstant.now()
         let scanner = StartScanner(event: event, store: store, pool: pool, sink: sink, pushes: pushes, tally: tally,
                                    startLimit: options.startLimit, maximumInFlight: maximumInFlight, deadline: deadline) {
@@ -148,8 +148,7 @@ public enum Fanout {
         for plan in numbered where scanner.stopped == nil {
             try scanner.run(plan)
         }
-        tally = TokenTally()  // the set is no longer needed while waiting: give its memory back
-        _ = tally
+        scanner.tally = TokenTally()  // not needed while waiting for the answers: give its memory back
 
         // Wait for the answers, checkpointing every second.
         let waitLimit = max(.seconds(5), deadline - MonotonicInstant.now() + options.pool.requestTimeout)
@@ -169,7 +168,7 @@ public enum Fanout {
         // Final records: finished passes mark their levels done; an interrupted one keeps its window.
         var writes: [WriteOperation] = []
         sink.lock.withLock {
-            for plan in numbered {
+            for plan in numbered where scanner.startedWindows.contains(plan.window) {
                 if stopped == nil && sink.windows[plan.window].isSettled {
                     writes.append(.putStartProgress(StartProgress(eventKey: event.key, topic: plan.group.topic, app: event.app.text,
                                                                   environment: event.environment, doneLevel: plan.level,

@@ -75,7 +75,12 @@ final class StartScanner {
     /// How many of `pending` are sent (the others are handled without a push).
     private var pendingSends = 0
 
+    /// Windows whose plan has started: only those have progress to record (a plan that never ran
+    /// keeps the record it had, e.g. an earlier run's unfinished window).
+    private(set) var startedWindows: Set<Int> = []
+
     func run(_ plan: StartPlan) throws(FanoutError) {
+        startedWindows.insert(plan.window)
         let groupPushes = pushes[plan.group.index]
         let scan = store.scanTopic(app: event.app.text, environment: event.environment, topic: plan.group.topic, level: plan.level,
                                    after: TopicWatermark(bytes: plan.resumeFrom), batch: Self.scanBatch)
@@ -214,6 +219,7 @@ final class StartScanner {
             pool.send(jobs)
         }
         if let halt = pool.haltMessage { stopped = halt }
+        if let reason = sink.lock.withLock({ sink.tripped }) { stopped = reason }
         if MonotonicInstant.now() - lastCheckpoint >= .seconds(1) { tick(); lastCheckpoint = MonotonicInstant.now() }
     }
 
@@ -224,12 +230,21 @@ final class StartScanner {
 
     /// The window's progress as the store keeps it (call under the sink's lock).
     func checkpoint(_ window: Int) -> StartProgress? {
-        guard let plan = plans.first(where: { $0.window == window }) else { return nil }
+        guard startedWindows.contains(window), let plan = plans.first(where: { $0.window == window }) else { return nil }
         let state = sink.windows[window]
         sink.windows[window].answersSinceCheckpoint = 0
+        var submitted = state.submitted
+        var answered = state.answeredHashes
+        // A resumed pass that has not yet passed the end of the earlier run's window must keep
+        // that window (its end and its answers): a crash now would otherwise forget that those
+        // pushes went out, and the next run would send them again.
+        if !plan.oldSubmitted.isEmpty, !ScanWindow.precedesOrEquals(plan.oldSubmitted, submitted) {
+            submitted = plan.oldSubmitted
+            answered += plan.oldAnswered
+        }
         return StartProgress(eventKey: event.key, topic: plan.group.topic, app: event.app.text, environment: event.environment,
-                             doneLevel: plan.floor, scanLevel: plan.level, completed: state.completed, submitted: state.submitted,
-                             answered: state.answeredHashes, updatedAt: Clock.milliseconds())
+                             doneLevel: plan.floor, scanLevel: plan.level, completed: state.completed, submitted: submitted,
+                             answered: answered, updatedAt: Clock.milliseconds())
     }
 
     /// The plans this scanner runs (set before `run`), to name a window's topic and levels.
