@@ -8,7 +8,27 @@ public struct Endpoint: Sendable, Hashable, CustomStringConvertible {
         self.port = port
     }
 
-    public var description: String { "\(host):\(port)" }
+    /// Parses "host:port" or "[v6]:port" (a configuration value, a command-line option); the error
+    /// names `field` so a message says which option or setting to fix.
+    public init(parsing text: String, field: String) throws(ValidationError) {
+        var host = Substring(text)
+        var portText: Substring?
+        if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
+            let rest = host[host.index(after: close)...]
+            host = host[host.index(after: host.startIndex)..<close]
+            if rest.hasPrefix(":") { portText = rest.dropFirst() }
+        } else if let colon = host.lastIndex(of: ":"), host.firstIndex(of: ":") == colon {
+            portText = host[host.index(after: colon)...]
+            host = host[..<colon]
+        }
+        guard !host.isEmpty, let portText, let port = Int(portText), (1...65535).contains(port) else {
+            throw ValidationError(field: field, "must be HOST:PORT with a port from 1 to 65535 (e.g. 127.0.0.1:8443 or [::1]:8443), not '\(HeaderValueText.printable(text))'")
+        }
+        self.init(host: String(host), port: port)
+    }
+
+    /// "host:port", with an IPv6 host in brackets so the text parses back to the same endpoint.
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 }
 
 /// The APNs environment a token, channel and connection belong to. A development token sent to

@@ -72,19 +72,11 @@ enum APNsConnectionOptions {
 
     /// "host:port", "[v6]:port"; the message names the option.
     static func hostPort(_ text: String, option: String) throws(CLIError) -> (host: String, port: Int) {
-        var host = Substring(text)
-        var portText: Substring?
-        if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
-            let rest = host[host.index(after: close)...]
-            host = host[host.index(after: host.startIndex)..<close]
-            if rest.hasPrefix(":") { portText = rest.dropFirst() }
-        } else if let colon = host.lastIndex(of: ":"), host.firstIndex(of: ":") == colon {
-            portText = host[host.index(after: colon)...]
-            host = host[..<colon]
+        do throws(ValidationError) {
+            let endpoint = try Endpoint(parsing: text, field: option)
+            return (endpoint.host, endpoint.port)
+        } catch {
+            throw .data(error.description)
         }
-        guard !host.isEmpty, let portText, let port = Int(portText), (1...65535).contains(port) else {
-            throw .data("\(option) must be HOST:PORT (e.g. 127.0.0.1:8443 or [::1]:8443), not '\(text)'")
-        }
-        return (String(host), port)
     }
 }
