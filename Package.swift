@@ -34,7 +34,10 @@ let package = Package(
         // APNs: for DeviceToken.maximumByteCount, the one bound on a token's length.
         .target(name: "TokenStore", dependencies: ["CLMDB", "JSONCore", "APNs"]),
         // The command line: one table-driven parser, one file per sub-command.
-        .target(name: "SokuhoCLI", dependencies: ["JSONCore", "APNs", "Crypto", "IO", "HTTP2", "Sender", "Simulator", "TokenStore", "Fanout"]),
+        .target(name: "SokuhoCLI", dependencies: ["JSONCore", "APNs", "Crypto", "IO", "HTTP2", "Sender", "Simulator", "TokenStore", "Fanout", "Daemon"]),
+        // `sokuho serve`: its configuration (one JSON file, flags and SOKUHO_* variables on top,
+        // checked whole at start); the daemon itself comes next.
+        .target(name: "Daemon", dependencies: ["APNs", "Crypto", "JSONCore"]),
         // Live Activity events from the token store: scan → starts per group → pool → outcomes →
         // store writes (checkpoints, pruning), plus the event's broadcasts and channels.
         .target(name: "Fanout", dependencies: ["APNs", "Crypto", "HTTP2", "IO", "JSONCore", "Sender", "TokenStore"]),
@@ -45,7 +48,7 @@ let package = Package(
         .executableTarget(name: "sokuho", dependencies: ["SokuhoCLI"]),
 
         .testTarget(name: "CLibraryTests", dependencies: ["CMbedTLS", "CNghttp2", "CLMDB", "Crypto", "HTTP2", "TokenStore"]),
-        .testTarget(name: "SokuhoCLITests", dependencies: ["SokuhoCLI"]),
+        .testTarget(name: "SokuhoCLITests", dependencies: ["SokuhoCLI", "Daemon", "APNs", "Crypto"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["IO", "HTTP2", "Crypto", "CNghttp2"]),
         // End to end: the simulator on loopback, driven by the CLI in-process, raw HTTP/2 and curl.
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "SokuhoCLI", "APNs", "Crypto", "IO", "HTTP2", "JSONCore", "Fanout", "TokenStore"]),

@@ -1,0 +1,63 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Crypto
+
+/// The checks that need the whole configuration or the file system: at least one app, no app
+/// twice, every key file a private ES256 `.p8`, the admin token file private and not empty. Run
+/// after all layers, so a flag that fixes a file's value is seen before the file's value is judged.
+struct ConfigurationCheck {
+    let config: ServeConfiguration
+    /// The field each setting's final value came from (its JSON key, variable or flag).
+    let origins: [String: String]
+
+    init(_ config: ServeConfiguration, origins: [String: String]) {
+        self.config = config
+        self.origins = origins
+    }
+
+    func run() throws(ConfigurationError) {
+        let apps = origins["apps"] ?? "apps"
+        guard !config.apps.isEmpty else {
+            throw ConfigurationError(field: apps, "is required: at least one app (bundleID, teamID, keyID, keyFile, environment), in the --config file or --apps")
+        }
+        for (index, app) in config.apps.enumerated() {
+            let path = "\(apps)[\(index)]"
+            if let earlier = config.apps[..<index].firstIndex(where: { $0.bundleID == app.bundleID && $0.environment == app.environment }) {
+                throw ConfigurationError(field: path + ".bundleID",
+                                         "\(app.bundleID) in \(app.environment.rawValue) is already \(apps)[\(earlier)]; give each app and environment one entry")
+            }
+            try privateFile(app.keyFile, field: path + ".keyFile", what: "an APNs key lets whoever reads it push to every phone of the team's apps")
+            do { _ = try SigningKey(contentsOf: app.keyFile) } catch { throw ConfigurationError(field: path + ".keyFile", error.description) }
+            if let caFile = app.caFile {
+                do { _ = try TLSConfiguration.client(caFile: caFile) } catch { throw ConfigurationError(field: path + ".caFile", error.description) }
+            }
+        }
+        let token = origins["adminTokenFile"] ?? "adminTokenFile"
+        guard !config.adminTokenFile.isEmpty else {
+            throw ConfigurationError(field: token, "is required (or --admin-token-file, SOKUHO_ADMIN_TOKEN_FILE): the API never runs without a token. "
+                                     + "Make one with: head -c 32 /dev/urandom | base64 > /etc/sokuho/admin.token; chmod 600 /etc/sokuho/admin.token")
+        }
+        let size = try privateFile(config.adminTokenFile, field: token, what: "the admin token lets whoever reads it send events to every phone")
+        guard size > 0 else { throw ConfigurationError(field: token, "\(config.adminTokenFile) is empty; write the token into it") }
+    }
+
+    /// Checks that `path` is a regular file only its owner can access, unless `allowReadableKey`;
+    /// returns its size.
+    @discardableResult
+    private func privateFile(_ path: String, field: String, what: String) throws(ConfigurationError) -> Int {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            let reason = errno == ENOENT ? "does not exist" : "cannot be read (\(String(cString: strerror(errno))))"
+            throw ConfigurationError(field: field, "\(path) \(reason); fix the path or create the file")
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw ConfigurationError(field: field, "\(path) is not a regular file") }
+        let mode = info.st_mode & 0o777
+        if mode & 0o077 != 0 && !config.allowReadableKey {
+            throw ConfigurationError(field: field,
+                                     "\(path) is open to group or others (mode 0\(String(mode, radix: 8))), and \(what). Run: chmod 600 \(path) "
+                                     + "— or, if access to it is controlled otherwise, set \"allowReadableKey\": true (--allow-readable-key, SOKUHO_ALLOW_READABLE_KEY=1)")
+        }
+        return Int(info.st_size)
+    }
+}

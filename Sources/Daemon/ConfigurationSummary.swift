@@ -1,0 +1,79 @@
+import APNs
+import JSONCore
+
+extension ServeConfiguration {
+    /// One screen for `sokuho serve --check-config` (and the daemon's start-up log): what will run,
+    /// with every file by its path — never key or token material.
+    public var summary: String {
+        var lines = ["configuration ok: \(apps.count) app\(apps.count == 1 ? "" : "s"), API on \(listen.map(\.description).joined(separator: ", "))"]
+        for app in apps {
+            var line = "app           \(app.bundleID) (\(app.environment.rawValue)) team \(app.teamID) key \(app.keyID) \(app.keyFile), "
+                + "\(app.connections) connections × \(app.streams) streams"
+            if let host = app.host { line += ", host \(host)" }
+            if let manageHost = app.manageHost { line += ", manage host \(manageHost)" }
+            if let caFile = app.caFile { line += ", CA \(caFile)" }
+            lines.append(line)
+        }
+        lines.append("store         \(storePath)")
+        lines.append("admin token   \(adminTokenFile)")
+        lines.append("keepalive     PING idle APNs connections every \(Self.seconds(keepalive)) s")
+        lines.append("credentials   checked every \(Self.seconds(credentialCheckInterval)) s")
+        lines.append("start budget  " + (startLimit.map { "\($0) starts per phone per \(Self.seconds(startWindow)) s" } ?? "no limit"))
+        lines.append("rate limit    " + (rateLimit.map { "\($0.perSecond) requests/s per client address, burst \($0.burst)" } ?? "none"))
+        lines.append("max body      \(maxBodyBytes) bytes")
+        lines.append("status page   \(statusPage ? "on" : "off")")
+        lines.append("file modes    " + (allowReadableKey ? "keys and token readable by group or others allowed" : "keys and token must be private (0600)"))
+        return lines.joined(separator: "\n")
+    }
+
+    /// The configuration in the file's own format, defaults filled in: it loads back as the same.
+    public var json: String {
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("apps")
+        writer.beginArray()
+        for app in apps {
+            writer.beginObject()
+            writer.key("bundleID"); writer.string(app.bundleID.text)
+            writer.key("teamID"); writer.string(app.teamID)
+            writer.key("keyID"); writer.string(app.keyID)
+            writer.key("keyFile"); writer.string(app.keyFile)
+            writer.key("environment"); writer.string(app.environment.rawValue)
+            writer.key("connections"); writer.int(app.connections)
+            writer.key("streams"); writer.int(app.streams)
+            if let host = app.host { writer.key("host"); writer.string(host.description) }
+            if let manageHost = app.manageHost { writer.key("manageHost"); writer.string(manageHost.description) }
+            if let caFile = app.caFile { writer.key("caFile"); writer.string(caFile) }
+            writer.endObject()
+        }
+        writer.endArray()
+        writer.key("listen")
+        writer.beginArray()
+        for address in listen { writer.string(address.description) }
+        writer.endArray()
+        writer.key("storePath"); writer.string(storePath)
+        writer.key("adminTokenFile"); writer.string(adminTokenFile)
+        writer.key("keepaliveSeconds"); writer.int(Self.seconds(keepalive))
+        writer.key("credentialCheckSeconds"); writer.int(Self.seconds(credentialCheckInterval))
+        writer.key("startLimit")
+        if let startLimit { writer.int(startLimit) } else { writer.null() }
+        writer.key("startWindowSeconds"); writer.int(Self.seconds(startWindow))
+        writer.key("rateLimit")
+        if let rateLimit {
+            writer.beginObject()
+            writer.key("perSecond"); writer.int(rateLimit.perSecond)
+            writer.key("burst"); writer.int(rateLimit.burst)
+            writer.endObject()
+        } else {
+            writer.null()
+        }
+        writer.key("maxBodyBytes"); writer.int(maxBodyBytes)
+        writer.key("statusPage"); writer.bool(statusPage)
+        writer.key("allowReadableKey"); writer.bool(allowReadableKey)
+        writer.endObject()
+        return writer.string
+    }
+
+    /// Whole seconds: every duration setting is read in whole seconds.
+    static func seconds(_ duration: Duration) -> Int64 { duration.components.seconds }
+}
