@@ -20,6 +20,7 @@ public enum Sokuho {
             FanoutCommand.spec,
             DemoCommand.spec,
             StoreCommand.spec,
+            ServeCommand.spec,
         ])
 
     /// Runs the command line `arguments` (without the program name) and returns the exit code.
