@@ -40,8 +40,9 @@ public enum Sokuho {
             }
         } catch {
             let message = error.message
-            // Parser errors already start with the command path; command errors do not.
-            if message.hasPrefix("sokuho") {
+            // Parser errors already start with the command path; command errors do not (one may
+            // start with a file name such as "sokuho.json", hence the separator).
+            if message.hasPrefix("sokuho:") || message.hasPrefix("sokuho ") {
                 console.error(message)
             } else {
                 console.error("\(commandPath(for: arguments)): \(message)")

@@ -37,6 +37,14 @@ import Testing
         #expect(flagCode == .config && flagErr.contains("--keepalive: must be a whole number of seconds"))
     }
 
+    @Test func anInvalidValueIsPrintedAfterTheCommandAndTheFilesPath() throws {
+        let fixture = try ServeConfigFixture()
+        let config = fixture.configFile(fixture.json(extra: #", "statusPage": "yes""#))
+        let (code, _, err) = fixture.files.run(["serve", "--config", config, "--check-config"])
+        #expect(code == .config)
+        #expect(err == "sokuho serve: \(config): statusPage: must be true or false\n")
+    }
+
     @Test func aMissingConfigurationFileExits66() throws {
         let fixture = try ServeConfigFixture()
         let (code, _, err) = fixture.files.run(["serve", "--config", fixture.files.directory + "/nope.json", "--check-config"])
