@@ -212,6 +212,7 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         let now = MonotonicInstant.now()
         let isSuccess = (200..<300).contains(response.status)
         let error = isSuccess ? ErrorBody(reason: nil, timestamp: nil) : ErrorBody(json: response.bodyBytes)
+        let kept = job.group.keepsAnswer ? KeptAnswer(response) : nil
         if isSuccess {
             slot.hadSuccess = true
             if !recordedAcceptedToken { recordAcceptedToken(on: slot) }
@@ -220,7 +221,7 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
            let diagnosis = clockDiagnosis(reason, on: slot) {
             // A wrong clock does not fix itself by reconnecting: stop once, saying what to fix.
             pool.halt(.authOrConnectionFailure, message: diagnosis)
-            finish(job, .authOrConnectionFailure, status: response.status, reason: reason, timestamp: nil, now: now)
+            finish(job, .authOrConnectionFailure, status: response.status, reason: reason, timestamp: nil, now: now, kept: kept)
             return
         }
         let retryAfter = isSuccess ? nil : response.retryAfterSeconds.map { Duration.seconds($0) }
@@ -228,7 +229,7 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
                                                      resends: Int(job.resends), random: nextRandom(), retryAfter: retryAfter)
         let ids = configuration.keepsResponseIDs ? (response.header("apns-id"), response.header("apns-unique-id")) : (nil, nil)
         apply(disposition, to: job, on: slot, status: response.status, reason: error.reason, timestamp: error.timestamp, now: now, ids: ids,
-              kept: job.group.keepsAnswer ? KeptAnswer(response) : nil)
+              kept: kept)
     }
 
     func connection(_ connection: ClientConnection, didFail failure: StreamFailure, stream: Int) {
