@@ -1,5 +1,6 @@
 import Crypto
 import HTTP2
+import HTTP2TestSupport
 import JSONCore
 import Simulator
 import SokuhoCLI
