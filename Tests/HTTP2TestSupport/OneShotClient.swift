@@ -113,3 +113,12 @@ public enum OneShotClient {
         }
     }
 }
+
+extension ClientConnection {
+    /// `submit` with the path as a String, for the tests' hand-written requests (the product writes
+    /// its paths into a reused buffer instead).
+    public func submit(method: StaticString, path: String, headers: HeaderList, body: SharedBytes?, deadline: MonotonicInstant) -> Int? {
+        var path = path
+        return path.withUTF8 { submit(method: method, path: UnsafeRawBufferPointer($0), headers: headers, body: body, deadline: deadline) }
+    }
+}
