@@ -49,9 +49,11 @@ let package = Package(
 
         .testTarget(name: "CLibraryTests", dependencies: ["CMbedTLS", "CNghttp2", "CLMDB", "Crypto", "HTTP2", "TokenStore"]),
         .testTarget(name: "SokuhoCLITests", dependencies: ["SokuhoCLI", "Daemon", "APNs", "Crypto"]),
-        .testTarget(name: "HTTP2Tests", dependencies: ["IO", "HTTP2", "Crypto", "CNghttp2"]),
+        // A raw HTTP/2 client (no retries, no APNs rules) for the transport and simulator tests.
+        .target(name: "HTTP2TestSupport", dependencies: ["HTTP2", "IO"], path: "Tests/HTTP2TestSupport"),
+        .testTarget(name: "HTTP2Tests", dependencies: ["IO", "HTTP2", "HTTP2TestSupport", "Crypto", "CNghttp2"]),
         // End to end: the simulator on loopback, driven by the CLI in-process, raw HTTP/2 and curl.
-        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "SokuhoCLI", "APNs", "Crypto", "IO", "HTTP2", "JSONCore", "Fanout", "TokenStore"]),
+        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "SokuhoCLI", "APNs", "Crypto", "IO", "HTTP2", "HTTP2TestSupport", "JSONCore", "Fanout", "TokenStore"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "JSONCore"]),
         .testTarget(name: "SenderTests", dependencies: ["Sender", "Simulator", "IO", "HTTP2", "Crypto", "APNs"]),
         // Keys, JWTs and certificates checked against independent implementations (openssl, Python).

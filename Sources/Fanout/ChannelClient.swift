@@ -1,10 +1,12 @@
 import APNs
 import Crypto
 import HTTP2
+import Sender
 
 /// The few requests of an event that are not one push per phone: creating, reading and deleting
 /// its broadcast channels (the channel-management host) and one broadcast per channel (the push
-/// host). A handful per event, so each batch is one connection of `OneShotClient`.
+/// host). A handful per event, so each batch goes on one connection of a one-connection pool
+/// (`ConnectionPool.perform`), judged by the same classifier as the event's pushes.
 struct ChannelClient {
     let bundle: BundleID
     let push: ClientConnectionOptions
@@ -12,17 +14,8 @@ struct ChannelClient {
     let tokens: ProviderTokenSource?
     let timeout: Duration
 
-    /// One request's answer: the HTTP status (0: none came) and APNs' reason.
-    struct Answer {
-        var status: Int
-        var reason: Reason?
-        var headers: [HeaderField]
-        var body: [UInt8]
-        var failure: String?
-
-        var succeeded: Bool { (200..<300).contains(status) }
-        var summary: String { failure ?? "\(status) \(reason?.name ?? "")" }
-    }
+    /// One request's answer: its outcome, status (0: none came), APNs' reason, headers and body.
+    typealias Answer = ConnectionPool.Answer
 
     /// Creates `count` channels on one connection (an event's groups need theirs before the first
     /// start goes out, so they are created together, not one connection each).
@@ -56,43 +49,30 @@ struct ChannelClient {
 
     func broadcast(_ requests: [BroadcastRequest]) throws(FanoutError) -> [Answer] {
         guard !requests.isEmpty else { return [] }
-        let client = requests.map { ClientRequest(method: "POST", path: $0.path, headers: $0.headers.map { ($0.name, $0.value) }, body: $0.payload) }
-        return try perform(client, on: push)
+        return try perform(requests.map(ConnectionPool.Request.init), on: push)
     }
 
     private func perform(_ requests: [ChannelManagementRequest], on options: ClientConnectionOptions) throws(FanoutError) -> [Answer] {
-        let client = requests.map { request -> ClientRequest in
-            let method: StaticString
-            switch request.method {
-            case .get: method = "GET"
-            case .delete: method = "DELETE"
-            default: method = "POST"
-            }
-            return ClientRequest(method: method, path: request.path, headers: request.headers.map { ($0.name, $0.value) },
-                                 body: request.body.isEmpty ? nil : request.body)
-        }
-        return try perform(client, on: options)
+        try perform(requests.map(ConnectionPool.Request.init), on: options)
     }
 
-    private func perform(_ requests: [ClientRequest], on options: ClientConnectionOptions) throws(FanoutError) -> [Answer] {
-        var authorization: String?
+    /// No answer to any request (unreachable, TLS, the deadline) is the event's failure (exit 69);
+    /// a request left without one otherwise is reported by the caller with its summary.
+    private func perform(_ requests: [ConnectionPool.Request], on options: ClientConnectionOptions) throws(FanoutError) -> [Answer] {
         if let tokens {
+            // Signed here first: a key that cannot sign is a configuration error (78), not an outage.
             var lease: ProviderTokenLease?
-            do { authorization = try tokens.token(for: &lease).authorization } catch { throw FanoutError(.config, error.description) }
+            do { _ = try tokens.token(for: &lease) } catch { throw FanoutError(.config, error.description) }
         }
-        switch OneShotClient.perform(requests, options: options, authorization: authorization, timeout: timeout, streamsUntilFirstSuccess: 1) {
-        case let .failure(error):
-            throw FanoutError(.unavailable, "\(options.host):\(options.port): \(error)")
-        case let .success(results):
-            return results.map { result in
-                switch result {
-                case let .response(status, headers, body):
-                    let fields = headers.map { HeaderField($0.name, $0.value) }
-                    return Answer(status: status, reason: Response(status: status, headers: fields, body: body).reason, headers: fields, body: body)
-                case let .failed(failure):
-                    return Answer(status: 0, reason: nil, headers: [], body: [], failure: "no answer: \(failure)")
-                }
-            }
+        var configuration = PoolConfiguration(host: options.host, port: options.port, tls: options.tls)
+        configuration.serverName = options.serverName
+        configuration.connectTimeout = options.connectTimeout
+        configuration.resolver = options.resolver
+        configuration.providerTokens = tokens
+        let answers = ConnectionPool.perform(requests, configuration: configuration, timeout: timeout)
+        if answers.allSatisfy({ $0.status == 0 && ($0.outcome == .authOrConnectionFailure || $0.outcome == .expired) }) {
+            throw FanoutError(.unavailable, "\(options.host):\(options.port): \(answers[0].summary)")
         }
+        return answers
     }
 }

@@ -62,12 +62,6 @@ extension ClientConnection {
         return slot
     }
 
-    /// Convenience for callers that have the path as a String (CLI, tests).
-    public func submit(method: StaticString, path: String, headers: HeaderList, body: SharedBytes?, deadline: MonotonicInstant) -> Int? {
-        var path = path
-        return path.withUTF8 { submit(method: method, path: UnsafeRawBufferPointer($0), headers: headers, body: body, deadline: deadline) }
-    }
-
     // MARK: Deadlines and liveness
 
     /// Streams past their deadline are reset (RST_STREAM CANCEL) and fail; the timer moves to the next deadline.

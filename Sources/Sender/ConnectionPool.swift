@@ -121,6 +121,9 @@ public final class ConnectionPool: Sendable {
     /// Why the pool stopped sending, if it did (bad credentials, unreachable server).
     public var haltMessage: String? { state.haltMessage }
 
+    /// The last error a connection of the pool closed with, if any.
+    public var lastConnectionError: TransportError? { state.lastConnectionError }
+
     /// Closes every connection (each sends its GOAWAY once its streams are done), waits up to a
     /// second for them to close, and stops the loop threads.
     public func shutdown() {

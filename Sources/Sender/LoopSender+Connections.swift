@@ -72,7 +72,10 @@ extension LoopSender {
         }
         // A failure, or a connection that closed before answering anything: back off (1 s → 60 s)
         // so a server that refuses us at once is not hammered with new connections.
-        if error != nil { counters.connectionFailures += 1 }
+        if let error {
+            counters.connectionFailures += 1
+            pool.connectionFailed(error)
+        }
         if let error, !answered && connection.streamsSubmitted == 0 {
             // Counted per connection: one failure of one connection (a DNS blip) is retried.
             slot.failuresInARow += 1

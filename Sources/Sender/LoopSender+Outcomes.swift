@@ -7,41 +7,42 @@ import IO
 extension LoopSender {
     func apply(_ disposition: Disposition, to original: PushJob, on slot: PooledConnection, status: Int,
                        reason: Reason?, timestamp: Int64?, now: MonotonicInstant,
-                       ids: (apnsID: String?, uniqueID: String?) = (nil, nil)) {
+                       ids: (apnsID: String?, uniqueID: String?) = (nil, nil), kept: KeptAnswer? = nil) {
         var job = original
         switch disposition {
         case let .finish(outcome):
-            finish(job, outcome, status: status, reason: reason, timestamp: timestamp, now: now, ids: ids)
+            finish(job, outcome, status: status, reason: reason, timestamp: timestamp, now: now, ids: ids, kept: kept)
         case let .haltPool(outcome):
             pool.halt(outcome, message: "APNs refused the credentials or configuration: \(status) \(reason?.name ?? "")")
-            finish(job, outcome, status: status, reason: reason, timestamp: timestamp, now: now, ids: ids)
+            finish(job, outcome, status: status, reason: reason, timestamp: timestamp, now: now, ids: ids, kept: kept)
         case let .retry(delay):
             job.attempts += 1
             counters.retries += 1
-            requeue(job, after: delay, now: now, status: status, reason: reason)
+            requeue(job, after: delay, now: now, status: status, reason: reason, kept: kept)
         case .resendRefused:
             job.resends += 1
             counters.refusedResends += 1
-            requeue(job, after: .zero, now: now, status: status, reason: reason)
+            requeue(job, after: .zero, now: now, status: status, reason: reason, kept: kept)
         case .resendUnknown:
             job.resends += 1
             job.resentAfterUnknown = true
             counters.unknownResends += 1
-            requeue(job, after: .zero, now: now, status: status, reason: reason)
+            requeue(job, after: .zero, now: now, status: status, reason: reason, kept: kept)
         case let .resendOnNewConnection(delay):
             job.resends += 1
             counters.refusedResends += 1
             slot.retire = true
             slot.connection.close()
-            requeue(job, after: delay, now: now, status: status, reason: reason)
+            requeue(job, after: delay, now: now, status: status, reason: reason, kept: kept)
         }
     }
 
-    func requeue(_ job: PushJob, after delay: Duration, now: MonotonicInstant, status: Int, reason: Reason?) {
+    /// `kept`: the answer that caused the requeue, reported if the deadline ends the push instead.
+    func requeue(_ job: PushJob, after delay: Duration, now: MonotonicInstant, status: Int, reason: Reason?, kept: KeptAnswer? = nil) {
         var job = job
         let due = now + delay
         if let expiry = job.group.deadline, due >= expiry {
-            finish(job, .expired, status: status, reason: reason, timestamp: nil, now: now)
+            finish(job, .expired, status: status, reason: reason, timestamp: nil, now: now, kept: kept)
             return
         }
         if delay == .zero && ready.free > 0 {
@@ -53,13 +54,13 @@ extension LoopSender {
     }
 
     func finish(_ job: PushJob, _ outcome: PushOutcome, status: Int, reason: Reason?, timestamp: Int64?, now: MonotonicInstant,
-                ids: (apnsID: String?, uniqueID: String?) = (nil, nil)) {
+                ids: (apnsID: String?, uniqueID: String?) = (nil, nil), kept: KeptAnswer? = nil) {
         counters[outcome] += 1
         if job.firstSubmitted != 0 { latencies.record(nanoseconds: now.nanoseconds &- job.firstSubmitted) }
         if let sink {
             sink.pushCompleted(CompletedPush(token: job.token, id: job.id, group: job.group, outcome: outcome, status: status,
                                              reason: reason, timestamp: timestamp, resentAfterUnknown: job.resentAfterUnknown,
-                                             apnsID: ids.apnsID, uniqueID: ids.uniqueID))
+                                             apnsID: ids.apnsID, uniqueID: ids.uniqueID, kept: kept))
         }
         finished.add(1, ordering: .releasing)
         if idle {

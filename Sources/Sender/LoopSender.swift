@@ -189,7 +189,7 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
             var deadline = now.advanced(byNanoseconds: requestTimeout)
             if let expiry = job.group.deadline { deadline = min(deadline, expiry) }
             if job.firstSubmitted == 0 { job.firstSubmitted = now.nanoseconds }
-            guard let stream = connection.submit(method: "POST", path: UnsafeRawBufferPointer(start: pathBuffer, count: length),
+            guard let stream = connection.submit(method: job.group.method, path: UnsafeRawBufferPointer(start: pathBuffer, count: length),
                                                  headers: job.group.headers, body: job.group.body, deadline: deadline) else {
                 ready.pushFront(job)
                 return
@@ -212,6 +212,7 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         let now = MonotonicInstant.now()
         let isSuccess = (200..<300).contains(response.status)
         let error = isSuccess ? ErrorBody(reason: nil, timestamp: nil) : ErrorBody(json: response.bodyBytes)
+        let kept = job.group.keepsAnswer ? KeptAnswer(response) : nil
         if isSuccess {
             slot.hadSuccess = true
             if !recordedAcceptedToken { recordAcceptedToken(on: slot) }
@@ -220,20 +221,22 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
            let diagnosis = clockDiagnosis(reason, on: slot) {
             // A wrong clock does not fix itself by reconnecting: stop once, saying what to fix.
             pool.halt(.authOrConnectionFailure, message: diagnosis)
-            finish(job, .authOrConnectionFailure, status: response.status, reason: reason, timestamp: nil, now: now)
+            finish(job, .authOrConnectionFailure, status: response.status, reason: reason, timestamp: nil, now: now, kept: kept)
             return
         }
         let retryAfter = isSuccess ? nil : response.retryAfterSeconds.map { Duration.seconds($0) }
         let disposition = configuration.retry.decide(status: response.status, reason: error.reason, attempts: Int(job.attempts) + 1,
                                                      resends: Int(job.resends), random: nextRandom(), retryAfter: retryAfter)
         let ids = configuration.keepsResponseIDs ? (response.header("apns-id"), response.header("apns-unique-id")) : (nil, nil)
-        apply(disposition, to: job, on: slot, status: response.status, reason: error.reason, timestamp: error.timestamp, now: now, ids: ids)
+        apply(disposition, to: job, on: slot, status: response.status, reason: error.reason, timestamp: error.timestamp, now: now, ids: ids,
+              kept: kept)
     }
 
     func connection(_ connection: ClientConnection, didFail failure: StreamFailure, stream: Int) {
         guard let (slot, job) = take(stream, on: connection) else { return }
         let disposition = configuration.retry.decide(failure: failure, resendUnknown: job.group.resendUnknown, resends: Int(job.resends))
-        apply(disposition, to: job, on: slot, status: 0, reason: nil, timestamp: nil, now: MonotonicInstant.now())
+        apply(disposition, to: job, on: slot, status: 0, reason: nil, timestamp: nil, now: MonotonicInstant.now(),
+              kept: job.group.keepsAnswer ? KeptAnswer(failure) : nil)
     }
 
     func nextRandom() -> Double { random.unitInterval() }

@@ -56,6 +56,12 @@ final class PoolState: Sendable {
 
     func connectionOpened() { everOpened.store(true, ordering: .relaxed) }
 
+    /// The last error a connection closed with (once per failed connection, not per push): what a
+    /// caller reports when its requests got no answer at all.
+    private let lastError = Mutex<TransportError?>(nil)
+    func connectionFailed(_ error: TransportError) { lastError.withLock { $0 = error } }
+    var lastConnectionError: TransportError? { lastError.withLock { $0 } }
+
     /// The oldest provider-token generation APNs has accepted (Int.max: none yet).
     private let firstAcceptedGeneration = Atomic<Int>(.max)
 

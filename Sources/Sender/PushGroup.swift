@@ -5,13 +5,24 @@ import IO
 /// What every push of one fan-out group shares: the rendered body, the header set and the policy.
 /// Rendered once per group (a region, a train, an election); a push job is then a token plus a
 /// reference to its group, so nothing per push is copied or allocated.
+///
+/// A group can also carry one request that is not a device push (a broadcast, a channel-management
+/// call): its job has an empty token, so `:path` is the prefix alone, and the group may use GET or
+/// DELETE and keep the whole answer. The pool then judges it with the same rules as every push.
 public final class PushGroup: @unchecked Sendable {
     // @unchecked: immutable after init.
     public let label: String
     let headers: HeaderList
-    let body: SharedBytes
-    /// Everything of `:path` before the hex token, e.g. "/3/device/".
+    /// nil: a request without a body (GET, DELETE).
+    let body: SharedBytes?
+    /// Everything of `:path` before the hex token, e.g. "/3/device/"; the whole path for a job
+    /// whose token is empty.
     let pathPrefix: [UInt8]
+    let method: StaticString
+    /// Whether a push's outcome carries the response's headers and body (or why none came):
+    /// for the few requests whose caller reads the answer itself; device pushes leave it off, so
+    /// an answer costs them nothing.
+    let keepsAnswer: Bool
     /// After this a push of this group is not sent any more (nil: no deadline).
     public let deadline: MonotonicInstant?
     /// Whether a push whose outcome is unknown (in flight on a connection that died without a
@@ -19,14 +30,21 @@ public final class PushGroup: @unchecked Sendable {
     /// so starts default to false; updates and ends carry a timestamp and are safe to repeat.
     public let resendUnknown: Bool
 
+    /// An empty `body` is sent as none (GET and DELETE have none).
     public init(label: String, headers: [(name: String, value: String)], body: [UInt8], pathPrefix: String = "/3/device/",
-                deadline: MonotonicInstant? = nil, resendUnknown: Bool) {
+                method: HTTPMethod = .post, deadline: MonotonicInstant? = nil, resendUnknown: Bool, keepsAnswer: Bool = false) {
         self.label = label
         self.headers = HeaderList(headers)
-        self.body = SharedBytes(body)
+        self.body = body.isEmpty ? nil : SharedBytes(body)
         self.pathPrefix = Array(pathPrefix.utf8)
+        switch method {
+        case .post: self.method = "POST"
+        case .get: self.method = "GET"
+        case .delete: self.method = "DELETE"
+        }
         self.deadline = deadline
         self.resendUnknown = resendUnknown
+        self.keepsAnswer = keepsAnswer
     }
 }
 

@@ -1,4 +1,5 @@
 import APNs
+import HTTP2
 /// One push waiting or in flight: a token and a reference to its group. A value type kept in
 /// preallocated rings and tables, so moving it around allocates nothing.
 public struct PushJob: Sendable {
@@ -43,6 +44,30 @@ public struct CompletedPush: Sendable {
     /// them (`PoolConfiguration.keepsResponseIDs`, for a delivery audit log): two strings per push.
     public let apnsID: String?
     public let uniqueID: String?
+    /// The last response's headers and body, or why no response came: only for groups that keep
+    /// answers (`PushGroup.keepsAnswer`), nil for every device push.
+    public let kept: KeptAnswer?
+}
+
+/// What a caller that reads the answer itself needs beyond status and reason (a channel's ID in
+/// `apns-channel-id`, a channel list in the body, `apns-request-id` of a broadcast).
+public struct KeptAnswer: Sendable {
+    /// The response headers a sender keeps (`apns-*`, `retry-after`); empty when none came.
+    public var headers: [HeaderField]
+    public var body: [UInt8]
+    /// Why the last attempt got no response, when it got none.
+    public var failure: StreamFailure?
+
+    init(_ response: ResponseView) {
+        headers = response.headers.map { HeaderField($0.name, $0.value) }
+        body = response.bodyBytes
+    }
+
+    init(_ failure: StreamFailure) {
+        headers = []
+        body = []
+        self.failure = failure
+    }
 }
 
 /// Receives every push's final outcome on the loop thread that finished it. Keep it cheap.

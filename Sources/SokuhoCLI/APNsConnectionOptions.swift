@@ -1,6 +1,7 @@
 import APNs
 import Crypto
 import HTTP2
+import Sender
 
 /// The options every command that talks to APNs shares: credentials and endpoint. One declaration,
 /// so `send`, `channels` and `bench` spell them identically.
@@ -37,6 +38,35 @@ enum APNsConnectionOptions {
             if case .keyFileMissing = error { throw CLIError(.noInput, error.description) }
             throw CLIError(.dataError, error.description)
         }
+    }
+
+    /// What one request of `send` or `channels` came back with, and the `iat` of the provider token
+    /// it carried (a refusal's message diagnoses the clock with it).
+    struct Answered {
+        var answer: ConnectionPool.Answer
+        var tokenIssuedAt: Int64
+    }
+
+    /// Sends `request` to `endpoint` through a one-connection pool, the fan-out's connection rules
+    /// and classifier (429/503 retried with back-off, refused streams resent), all within
+    /// `--timeout`. A key that cannot sign is exit 65 before anything is sent; no answer at all
+    /// (unreachable, TLS, the deadline) is exit 69.
+    static func perform(_ request: ConnectionPool.Request, to endpoint: (host: String, port: Int),
+                        _ invocation: Invocation) throws(CLIError) -> Answered {
+        let tokens = try providerTokens(invocation)
+        let tls = try tls(invocation)
+        let timeout = Duration.seconds(try invocation.double("--timeout", in: 0.1...3600) ?? 30)
+        // Signed here first, so a key that cannot sign is refused before a connection opens; the
+        // pool presents the same token (one per 30-minute window, signed deterministically).
+        var lease: ProviderTokenLease?
+        let token: ProviderToken
+        do { token = try tokens.token(for: &lease) } catch { throw CLIError(.dataError, error.description) }
+        var configuration = PoolConfiguration(host: endpoint.host, port: endpoint.port, tls: tls)
+        configuration.serverName = invocation.string("--server-name")
+        configuration.providerTokens = tokens
+        let answer = ConnectionPool.perform([request], configuration: configuration, timeout: timeout)[0]
+        if let failure = answer.failure { throw CLIError(.unavailable, "\(endpoint.host):\(endpoint.port): \(failure)") }
+        return Answered(answer: answer, tokenIssuedAt: token.issuedAt)
     }
 
     static func environment(_ invocation: Invocation) throws(CLIError) -> APNs.Environment {

@@ -1,7 +1,6 @@
 import APNs
-import Crypto
-import HTTP2
 import JSONCore
+import Sender
 
 /// `sokuho channels create|list|read|delete`: broadcast channel management on the channel host.
 enum ChannelsCommand {
@@ -37,38 +36,11 @@ enum ChannelsCommand {
 
     static func perform(_ operation: ChannelManagementRequest.Operation, _ invocation: Invocation) throws(CLIError) -> ExitCode {
         let bundle = try APNsConnectionOptions.bundle(invocation)
-        let tokens = try APNsConnectionOptions.providerTokens(invocation)
-        let (host, port) = try APNsConnectionOptions.manageEndpoint(invocation)
-        let tls = try APNsConnectionOptions.tls(invocation)
-        let timeout = try invocation.double("--timeout", in: 0.1...3600) ?? 30
         let request = ChannelManagementRequest(operation, bundle: bundle, requestID: APNsID.random())
-        var lease: ProviderTokenLease?
-        let token: ProviderToken
-        do { token = try tokens.token(for: &lease) } catch { throw CLIError(.dataError, error.description) }
-        let method: StaticString
-        switch request.method {
-        case .get: method = "GET"
-        case .delete: method = "DELETE"
-        default: method = "POST"
-        }
-        var options = ClientConnectionOptions(host: host, port: port, tls: tls)
-        options.serverName = invocation.string("--server-name")
-        options.connectTimeout = .seconds(timeout)
-        let clientRequest = ClientRequest(method: method, path: request.path, headers: request.headers.map { ($0.name, $0.value) },
-                                          body: request.body.isEmpty ? nil : request.body)
-        let results: [ClientResult]
-        switch OneShotClient.perform([clientRequest], options: options, authorization: token.authorization, timeout: .seconds(timeout),
-                                   streamsUntilFirstSuccess: 1) {
-        case let .failure(error): throw CLIError(.unavailable, "\(host):\(port): \(error)")
-        case let .success(value): results = value
-        }
-        let status: Int, rawHeaders: [(name: String, value: String)], body: [UInt8]
-        switch results[0] {
-        case let .response(answerStatus, answerHeaders, answerBody): (status, rawHeaders, body) = (answerStatus, answerHeaders, answerBody)
-        case let .failed(failure): throw CLIError(.unavailable, "\(host):\(port): no answer: \(failure)")
-        }
-        let headers = rawHeaders.map { HeaderField($0.name, $0.value) }
-        let response = Response(status: status, headers: headers, body: body)
+        let answered = try APNsConnectionOptions.perform(ConnectionPool.Request(request), to: try APNsConnectionOptions.manageEndpoint(invocation),
+                                                         invocation)
+        let (status, headers, body) = (answered.answer.status, answered.answer.headers, answered.answer.body)
+        let response = answered.answer.response
         // APNs answers a delete of a channel that is already gone with 404 BadPath (APNS.md §9.2):
         // the channel is gone either way, so a retried or repeated delete succeeds (exit 0).
         if case let .delete(id) = operation, !(200..<300).contains(status), ChannelManagementResponse.deleteSucceeded(response) {
@@ -78,9 +50,9 @@ enum ChannelsCommand {
         }
         guard (200..<300).contains(status) else {
             if invocation.flag("--json") {
-                SendCommand.report(response, invocation: invocation, tokenIssuedAt: token.issuedAt)
+                SendCommand.report(response, invocation: invocation, tokenIssuedAt: answered.tokenIssuedAt)
             } else {
-                invocation.console.error("\(invocation.commandPath): APNs refused: \(RefusalMessage.text(response, tokenIssuedAt: token.issuedAt))")
+                invocation.console.error("\(invocation.commandPath): APNs refused: \(RefusalMessage.text(response, tokenIssuedAt: answered.tokenIssuedAt))")
             }
             return .refused
         }

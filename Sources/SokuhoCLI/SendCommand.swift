@@ -3,8 +3,8 @@ import Glibc
 #endif
 import APNs
 import Crypto
-import HTTP2
 import JSONCore
+import Sender
 
 /// `sokuho send`: one push to a device token or a broadcast channel, with Live Activity shortcuts
 /// so nobody hand-writes `aps`. Everything is validated before a connection is opened.
@@ -50,42 +50,11 @@ enum SendCommand {
                                       "--stale-date", "--dismissal-date", "--relevance-score", "--input-push-channel",
                                       "--input-push-token", "--timestamp"]
 
-    /// A push ready to go: method, path, headers and body.
-    struct PreparedPush {
-        var path: String
-        var headers: [HeaderField]
-        var body: [UInt8]
-    }
-
     static func run(_ invocation: Invocation) throws(CLIError) -> ExitCode {
         let push = try prepare(invocation)
-        let tokens = try APNsConnectionOptions.providerTokens(invocation)
-        let (host, port) = try APNsConnectionOptions.pushEndpoint(invocation)
-        let tls = try APNsConnectionOptions.tls(invocation)
-        let timeout = try invocation.double("--timeout", in: 0.1...3600) ?? 30
-        var lease: ProviderTokenLease?
-        let token: ProviderToken
-        do { token = try tokens.token(for: &lease) } catch { throw CLIError(.dataError, error.description) }
-
-        let request = ClientRequest(method: "POST", path: push.path, headers: push.headers.map { ($0.name, $0.value) }, body: push.body)
-        var options = ClientConnectionOptions(host: host, port: port, tls: tls)
-        options.serverName = invocation.string("--server-name")
-        options.connectTimeout = .seconds(timeout)
-        let result = OneShotClient.perform([request], options: options, authorization: token.authorization, timeout: .seconds(timeout),
-                                          streamsUntilFirstSuccess: 1)
-        switch result {
-        case let .failure(error):
-            throw CLIError(.unavailable, "\(host):\(port): \(error)")
-        case let .success(results):
-            switch results[0] {
-            case let .failed(failure):
-                throw CLIError(.unavailable, "\(host):\(port): no answer: \(failure)")
-            case let .response(status, headers, body):
-                let response = Response(status: status, headers: headers.map { HeaderField($0.name, $0.value) }, body: body)
-                report(response, invocation: invocation, tokenIssuedAt: token.issuedAt)
-                return (200..<300).contains(status) ? .success : .refused
-            }
-        }
+        let answered = try APNsConnectionOptions.perform(push, to: try APNsConnectionOptions.pushEndpoint(invocation), invocation)
+        report(answered.answer.response, invocation: invocation, tokenIssuedAt: answered.tokenIssuedAt)
+        return answered.answer.succeeded ? .success : .refused
     }
 
     static func report(_ response: Response, invocation: Invocation, tokenIssuedAt: Int64? = nil) {
@@ -118,7 +87,7 @@ enum SendCommand {
     }
 
     /// Validates every input and builds the request; nothing touches the network here.
-    static func prepare(_ invocation: Invocation) throws(CLIError) -> PreparedPush {
+    static func prepare(_ invocation: Invocation) throws(CLIError) -> ConnectionPool.Request {
         let token = invocation.string("--token"), channel = invocation.string("--channel")
         guard (token == nil) != (channel == nil) else {
             throw .usage("give exactly one of --token HEX or --channel ID; see 'sokuho send --help'")
@@ -172,7 +141,7 @@ enum SendCommand {
             do {
                 let request = try BroadcastRequest(bundle: bundle, channelID: channelID, storagePolicy: policy, priority: priority ?? .immediate,
                                                    expiration: expiration, requestID: apnsID, payload: body)
-                return PreparedPush(path: request.path, headers: request.headers, body: request.payload)
+                return ConnectionPool.Request(request)
             } catch {
                 throw .data("\(error)")
             }
@@ -186,7 +155,7 @@ enum SendCommand {
         do {
             let notification = try Notification(pushType: pushType, bundle: bundle, priority: priority, expiration: expiration,
                                                  collapseID: collapseID, apnsID: apnsID, payload: body)
-            return PreparedPush(path: deviceToken.path, headers: notification.headers, body: notification.payload)
+            return ConnectionPool.Request(method: .post, path: deviceToken.path, headers: notification.headers, body: notification.payload)
         } catch {
             throw .data("\(error)")
         }

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Crypto
 import HTTP2
+import HTTP2TestSupport
 import IO
 import Testing
 

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Crypto
 import HTTP2
+import HTTP2TestSupport
 import IO
 import Synchronization
 import Testing
@@ -43,7 +44,7 @@ final class EchoHandler: HTTP2RequestHandler, @unchecked Sendable {
         try HTTP2Tests.withServer(tls: tls, handler: handler, maximumStreams: maximumStreams) { server in try body(server.port, handler) }
     }
 
-    /// OneShotClient as `sokuho send` uses it against APNs: one stream until the first 2xx.
+    /// The raw client with APNs' one-stream rule: one stream until the first 2xx.
     func perform(_ requests: [ClientRequest], options: ClientConnectionOptions, authorization: String?,
                  timeout: Duration = .seconds(30)) -> Result<[ClientResult], TransportError> {
         OneShotClient.perform(requests, options: options, authorization: authorization, timeout: timeout, streamsUntilFirstSuccess: 1)

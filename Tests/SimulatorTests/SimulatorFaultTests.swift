@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Crypto
 import HTTP2
+import HTTP2TestSupport
 import JSONCore
 import Simulator
 import Testing

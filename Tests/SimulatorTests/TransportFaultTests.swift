@@ -1,10 +1,11 @@
 import Crypto
 import HTTP2
+import HTTP2TestSupport
 import Simulator
 import Testing
 
-/// The simulator's connection-level behaviour seen through `OneShotClient`, the transport `send` and
-/// `channels` use: APNs' one-stream start, GOAWAY and a dropped connection.
+/// The simulator's connection-level behaviour seen through the raw `OneShotClient` (no retries, so
+/// every refusal and failure shows): APNs' one-stream start, GOAWAY and a dropped connection.
 @Suite struct TransportFaultTests {
     func pushes(_ count: Int, token: String) -> [ClientRequest] {
         (0..<count).map { _ in ClientRequest(method: "POST", path: "/3/device/\(token)", headers: liveActivityHeaders(), body: updateBody()) }

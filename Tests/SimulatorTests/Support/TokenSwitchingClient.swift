@@ -1,5 +1,6 @@
 import Crypto
 import HTTP2
+import HTTP2TestSupport
 import IO
 
 /// Sends one request per entry of `authorizations`, one after another on ONE connection, switching

@@ -1,4 +1,6 @@
+import HTTP2
 import IO
+
 /// A request for `OneShotClient`.
 public struct ClientRequest: Sendable {
     public var method: StaticString
@@ -21,8 +23,10 @@ public enum ClientResult: Sendable {
 }
 
 /// Opens one connection, sends a few requests in order (as many at once as the server allows),
-/// waits for every answer and closes: what `sokuho send` and `sokuho channels` need. Runs its own
-/// event loop on the calling thread.
+/// waits for every answer and closes, with no retries and no judgement of the answers: the raw
+/// HTTP/2 client of the transport and simulator tests, which want to see exactly what the server
+/// did. (The product sends through `ConnectionPool.perform`, which applies APNs' rules.) Runs its
+/// own event loop on the calling thread.
 public enum OneShotClient {
     /// The results in request order, or the error that kept the connection from opening.
     /// `streamsUntilFirstSuccess` caps the streams in flight until a request is answered with 2xx
@@ -107,5 +111,14 @@ public enum OneShotClient {
             if !opened { openError = error ?? .closed("before the connection opened") }
             loop.stop()
         }
+    }
+}
+
+extension ClientConnection {
+    /// `submit` with the path as a String, for the tests' hand-written requests (the product writes
+    /// its paths into a reused buffer instead).
+    public func submit(method: StaticString, path: String, headers: HeaderList, body: SharedBytes?, deadline: MonotonicInstant) -> Int? {
+        var path = path
+        return path.withUTF8 { submit(method: method, path: UnsafeRawBufferPointer($0), headers: headers, body: body, deadline: deadline) }
     }
 }
