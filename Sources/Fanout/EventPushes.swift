@@ -24,7 +24,8 @@ struct EventPushes {
     }
 
     static func render(event: FanoutEvent, group: FanoutEvent.Group, channel: ChannelID?, startContent: StartContent?,
-                       timestamp: Int64, expiration: Expiration, deadline: MonotonicInstant?) throws(FanoutError) -> EventPushes {
+                       timestamp: Int64, expiration: Expiration, deadline: MonotonicInstant?,
+                       sink: PushOutcomeSink) throws(FanoutError) -> EventPushes {
         var pushes = EventPushes()
         let resendStarts = event.onUnknown == .resend
         do throws(ValidationError) {
@@ -38,11 +39,11 @@ struct EventPushes {
                 start.staleDate = group.staleDate
                 start.relevanceScore = group.relevanceScore
                 pushes.startPlain = PushGroup(label: group.topic, notification: try liveActivity(start), deadline: deadline,
-                                              resendUnknown: resendStarts)
+                                              resendUnknown: resendStarts, sink: sink)
                 start.inputPushChannel = channel
                 start.requestsUpdateToken = event.inputPushToken
                 pushes.startBroadcastCapable = PushGroup(label: group.topic, notification: try liveActivity(start), deadline: deadline,
-                                                         resendUnknown: resendStarts)
+                                                         resendUnknown: resendStarts, sink: sink)
             }
             if let alert = event.fallbackAlert {
                 var writer = JSONWriter()
@@ -52,7 +53,8 @@ struct EventPushes {
                 writer.endObject(); writer.endObject()
                 let notification = try Notification(pushType: .alert, bundle: event.app, priority: .immediate, expiration: expiration,
                                                     payload: writer.bytes)
-                pushes.fallback = PushGroup(label: group.topic, notification: notification, deadline: deadline, resendUnknown: resendStarts)
+                pushes.fallback = PushGroup(label: group.topic, notification: notification, deadline: deadline, resendUnknown: resendStarts,
+                                            sink: sink)
             }
             if event.kind != .start {
                 var payload = event.kind == .update
@@ -68,7 +70,7 @@ struct EventPushes {
                 // Updates and ends carry a timestamp: a phone shows the newest, so sending one
                 // twice is harmless and an unknown outcome is always resent.
                 pushes.activityUpdate = PushGroup(label: group.topic, notification: try liveActivity(payload), deadline: deadline,
-                                                  resendUnknown: true)
+                                                  resendUnknown: true, sink: sink)
                 pushes.broadcastBody = try payload.render(for: .broadcast)
             }
         } catch {

@@ -23,6 +23,12 @@ public struct FanoutOptions: Sendable {
     public var logPath: String?
     /// Pushes handed to the pool and not yet answered, at most (nil: twice the pool's streams).
     public var maximumInFlight: Int?
+    /// A long-lived pool to send through (the daemon's warm connections, shared by its events);
+    /// nil: the run opens its own from `pool` and closes it at the end.
+    public var sharedPool: ConnectionPool?
+    /// Whether this event's pushes overtake the queued pushes of other events on a shared pool
+    /// (an earthquake start while an election update fans out).
+    public var urgent = false
     /// Called about every 200 ms with (answered, handed out) while the fan-out runs.
     public var progress: (@Sendable (Int, Int) -> Void)?
 
@@ -89,11 +95,6 @@ public enum Fanout {
         let startContent = try self.startContent(event, needed: !plans.isEmpty, serials: records.serials, store: store)
         if startContent == nil { plans = [] }  // an update of activities started on the phones (train-follow): no starts
         let channelIDs = try resolveChannels(event, creating: !plans.isEmpty, client: channels, store: store)
-        var pushes: [EventPushes] = []
-        for group in event.groups {
-            pushes.append(try EventPushes.render(event: event, group: group, channel: channelIDs[group.index]?.id, startContent: startContent,
-                                                 timestamp: timestamp, expiration: expiration, deadline: deadline))
-        }
 
         // Sink slots: per plan one for starts and one for fallbacks (tracked by the plan's
         // window), per group one for activity updates.
@@ -116,10 +117,21 @@ public enum Fanout {
         }
         let log = try options.logPath.map { (path) throws(FanoutError) in try AuditLog(path: path) }
         let sink = FanoutSink(slots: slots, windows: windows, groupTopics: event.groups.map(\.topic), log: log)
-        var configuration = options.pool
-        configuration.keepsResponseIDs = options.logPath != nil
-        let pool = ConnectionPool(configuration: configuration, sink: sink)
-        defer { pool.shutdown() }
+        // Every push group reports to this event's sink, so the pool may be shared with other events.
+        var pushes: [EventPushes] = []
+        for group in event.groups {
+            pushes.append(try EventPushes.render(event: event, group: group, channel: channelIDs[group.index]?.id, startContent: startContent,
+                                                 timestamp: timestamp, expiration: expiration, deadline: deadline, sink: sink))
+        }
+        let pool: ConnectionPool
+        if let shared = options.sharedPool {
+            pool = shared
+        } else {
+            var configuration = options.pool
+            configuration.keepsResponseIDs = options.logPath != nil
+            pool = ConnectionPool(configuration: configuration)
+        }
+        defer { if options.sharedPool == nil { pool.shutdown() } }
 
         var samples: [(seconds: Double, count: Int)] = []
         var peakMemory = MemoryUse.current()
@@ -134,14 +146,15 @@ public enum Fanout {
         // update token of the event (iOS 17).
         if event.kind != .start {
             try broadcast(event, pushes: pushes, channels: channelIDs, client: channels, sink: sink, store: store)
-            try sendToActivities(event, pushes: pushes, slots: updateSlots, store: store, pool: pool, sink: sink)
+            try sendToActivities(event, pushes: pushes, slots: updateSlots, store: store, pool: pool, urgent: options.urgent, sink: sink)
         }
 
         // Starts, group by group in priority order.
         let tally = try rebuildTally(event, plans: numbered, records: records.starts, options: options, store: store)
         var lastCheckpoint = MonotonicInstant.now()
         let scanner = StartScanner(event: event, store: store, pool: pool, sink: sink, pushes: pushes, tally: tally,
-                                   startLimit: options.startLimit, maximumInFlight: maximumInFlight, deadline: deadline) {
+                                   startLimit: options.startLimit, maximumInFlight: maximumInFlight, deadline: deadline,
+                                   urgent: options.urgent) {
             sample()
         }
         scanner.plans = numbered
@@ -152,7 +165,7 @@ public enum Fanout {
 
         // Wait for the answers, checkpointing every second.
         let waitLimit = max(.seconds(5), deadline - MonotonicInstant.now() + options.pool.requestTimeout)
-        pool.waitUntilFinished(timeout: waitLimit) { _ in
+        sink.waitUntilSettled(timeout: waitLimit) {
             sample()
             if MonotonicInstant.now() - lastCheckpoint >= .seconds(1) {
                 lastCheckpoint = MonotonicInstant.now()
@@ -162,7 +175,7 @@ public enum Fanout {
         }
         sample()
         sink.finishBreaker()
-        let (counters, latency) = pool.statistics()
+        let (retries, latency) = sink.lock.withLock { (sink.retries, sink.latency) }
         var stopped = scanner.stopped ?? sink.lock.withLock { sink.tripped } ?? pool.haltMessage
 
         // Final records: finished passes mark their levels done; an interrupted one keeps its window.
@@ -189,7 +202,7 @@ public enum Fanout {
         report.eventKey = event.key
         report.serial = event.serial
         report.kind = event.kind.rawValue
-        report.retried = counters.retries
+        report.retried = retries
         report.targets = report.delivered + report.prunedTotal + report.failedTotal + report.unknown + report.expired
         report.stopped = stopped
         report.firstPushMs = sink.lock.withLock { sink.firstPush }.map { ($0 - runStart).seconds * 1000 }
@@ -373,7 +386,7 @@ public enum Fanout {
     }
 
     /// The update or end to every activity update token registered for the event key.
-    static func sendToActivities(_ event: FanoutEvent, pushes: [EventPushes], slots: [Int], store: TokenStore, pool: ConnectionPool,
+    static func sendToActivities(_ event: FanoutEvent, pushes: [EventPushes], slots: [Int], store: TokenStore, pool: ConnectionPool, urgent: Bool,
                                  sink: FanoutSink) throws(FanoutError) {
         let activities = try storeCall { () throws(StoreError) in try store.activities(eventKey: event.key) }
             .filter { $0.app == event.app.text && $0.environment == event.environment }
@@ -388,7 +401,7 @@ public enum Fanout {
             jobs.append(PushJob(token: token, group: push, id: PushSlot.jobID(slot: slots[group.index], sequence: 0)))
         }
         sink.willSend(jobs.count)
-        pool.send(jobs)
+        pool.send(jobs, urgent: urgent)
     }
 
     /// Deletes the event's auto channels (and their records); returns a problem to report, if any.

@@ -54,6 +54,9 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
     /// When the first push (or broadcast) was handed out, and answered.
     var firstPush: MonotonicInstant?
     var firstAnswer: MonotonicInstant?
+    /// This event's latencies and back-off retries (the pool's own counters mix every event on it).
+    var latency = LatencyHistogram()
+    var retries = 0
     var lastAnswer: MonotonicInstant?
     private let log: AuditLog?
     private let groupTopics: [String]
@@ -86,6 +89,8 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
             lastAnswer = now
             if let window = slot.window { windows[window].answer(sequence) }
             if push.resentAfterUnknown { report.resentAfterUnknown += 1 }
+            if let latency = push.latency { self.latency.record(nanoseconds: latency.nanoseconds) }
+            retries += push.retries
             record(push, slot: slot)
             if inFlight <= wakeAt { lock.broadcast() }
         }
@@ -148,6 +153,23 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
             }
         }
         log?.flush()
+    }
+
+    /// Waits until every push handed out has its answer, or `timeout` passes; `tick` runs about
+    /// every 200 ms meanwhile (outside the lock). Returns whether everything was answered.
+    @discardableResult
+    func waitUntilSettled(timeout: Duration, tick: () -> Void) -> Bool {
+        let end = MonotonicInstant.now() + timeout
+        while true {
+            let settled = lock.withLock { () -> Bool in
+                wakeAt = 0
+                if inFlight > 0 { lock.wait(until: min(end, MonotonicInstant.now() + .milliseconds(200))) }
+                return inFlight == 0
+            }
+            if settled { return true }
+            if MonotonicInstant.now() >= end { return false }
+            tick()
+        }
     }
 
     /// Counts pushes the producer hands to the pool.

@@ -35,6 +35,8 @@ final class StartScanner {
     let maximumInFlight: Int
     /// After this the event sends nothing more (nil: no deadline).
     let deadline: MonotonicInstant
+    /// Whether the pushes overtake other events' queued pushes on a shared pool.
+    let urgent: Bool
     /// Why sending stopped early (the breaker, a halted pool).
     var stopped: String?
     private var lastCheckpoint = MonotonicInstant.now()
@@ -49,7 +51,7 @@ final class StartScanner {
     static let checkpointAnswers = 1000
 
     init(event: FanoutEvent, store: TokenStore, pool: ConnectionPool, sink: FanoutSink, pushes: [EventPushes], tally: TokenTally,
-         startLimit: Int?, maximumInFlight: Int, deadline: MonotonicInstant, tick: @escaping () -> Void) {
+         startLimit: Int?, maximumInFlight: Int, deadline: MonotonicInstant, urgent: Bool, tick: @escaping () -> Void) {
         self.event = event
         self.store = store
         self.pool = pool
@@ -59,6 +61,7 @@ final class StartScanner {
         self.startLimit = startLimit
         self.maximumInFlight = maximumInFlight
         self.deadline = deadline
+        self.urgent = urgent
         self.tick = tick
     }
 
@@ -216,7 +219,7 @@ final class StartScanner {
         try write(progress)
         if !jobs.isEmpty {
             sentAny = true
-            pool.send(jobs)
+            pool.send(jobs, urgent: urgent)
         }
         if let halt = pool.haltMessage { stopped = halt }
         if let reason = sink.lock.withLock({ sink.tripped }) { stopped = reason }

@@ -43,7 +43,7 @@ public final class ConnectionPool: Sendable {
 
     /// Queues `jobs`, waiting while the loops' queues are full (backpressure: the loops announce
     /// when they drain). Safe from any thread but a loop's.
-    public func send(_ jobs: [PushJob]) {
+    public func send(_ jobs: [PushJob], urgent: Bool = false) {
         guard !jobs.isEmpty else { return }
         submitted.add(jobs.count, ordering: .relaxed)
         var start = 0
@@ -55,14 +55,15 @@ public final class ConnectionPool: Sendable {
             let slice = Array(jobs[start..<end])
             var offset = 0
             while offset < slice.count {
-                let added = sender.queue.offer(slice, from: offset)
+                let queue = urgent ? sender.urgentQueue : sender.queue
+                let added = queue.offer(slice, from: offset)
                 offset += added
                 if added > 0 {
                     sender.loop.wake()
                 } else {
                     // Full: wait for this loop to drain (re-checked under the lock, so a drain between
                     // the failed offer and the wait is not missed; the timeout is a safety net).
-                    let roomMade = state.wait(until: MonotonicInstant.now() + .milliseconds(100)) { sender.queue.count < sender.queue.capacity }
+                    let roomMade = state.wait(until: MonotonicInstant.now() + .milliseconds(100)) { queue.count < queue.capacity }
                     if !roomMade { sender.loop.wake() }  // a nudge: the loop re-checks its queue and deadlines
                 }
             }

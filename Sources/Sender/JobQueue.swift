@@ -48,6 +48,22 @@ final class JobQueue: Sendable {
         }
     }
 
+    /// Moves up to `limit` jobs to the front of `destination`, keeping their order (urgent jobs
+    /// overtake what is already waiting there).
+    func drainToFront(of destination: inout JobRing, limit: Int) -> Int {
+        ring.withLock { ring in
+            let n = min(limit, ring.count, destination.free)
+            // Front-insert from the last taken to the first, so the first ends up first.
+            for offset in stride(from: n - 1, through: 0, by: -1) {
+                let index = (ring.head + offset) % ring.slots.count
+                destination.pushFront(ring.slots[index].take()!)
+            }
+            ring.head = (ring.head + n) % ring.slots.count
+            ring.count -= n
+            return n
+        }
+    }
+
     var count: Int { ring.withLock { $0.count } }
 }
 

@@ -56,11 +56,13 @@ extension LoopSender {
     func finish(_ job: PushJob, _ outcome: PushOutcome, status: Int, reason: Reason?, timestamp: Int64?, now: MonotonicInstant,
                 ids: (apnsID: String?, uniqueID: String?) = (nil, nil), kept: KeptAnswer? = nil) {
         counters[outcome] += 1
-        if job.firstSubmitted != 0 { latencies.record(nanoseconds: now.nanoseconds &- job.firstSubmitted) }
-        if let sink {
+        let latency = job.firstSubmitted == 0 ? nil : now.nanoseconds &- job.firstSubmitted
+        if let latency { latencies.record(nanoseconds: latency) }
+        if let sink = job.group.sink ?? sink {
             sink.pushCompleted(CompletedPush(token: job.token, id: job.id, group: job.group, outcome: outcome, status: status,
                                              reason: reason, timestamp: timestamp, resentAfterUnknown: job.resentAfterUnknown,
-                                             apnsID: ids.apnsID, uniqueID: ids.uniqueID, kept: kept))
+                                             apnsID: ids.apnsID, uniqueID: ids.uniqueID, kept: kept,
+                                             latency: latency.map { .nanoseconds(Int64(clamping: $0)) }, retries: Int(job.attempts)))
         }
         finished.add(1, ordering: .releasing)
         if idle {

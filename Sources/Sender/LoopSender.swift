@@ -17,6 +17,8 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
     // @unchecked: all mutable state is confined to `loop`'s thread; cross-thread parts are Mutex/Atomic.
     let loop: EventLoop
     let queue: JobQueue
+    /// Jobs that go ahead of everything queued (an earthquake start while an election update fans out).
+    let urgentQueue: JobQueue
     let configuration: PoolConfiguration
     weak var sink: PushOutcomeSink?
     let pool: PoolState
@@ -73,6 +75,7 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         self.sink = sink
         self.pool = pool
         queue = JobQueue(capacity: configuration.queueCapacity)
+        urgentQueue = JobQueue(capacity: configuration.queueCapacity)
         ready = JobRing(capacity: configuration.queueCapacity)
         delayed = DelayedJobs(capacity: max(1, connections) * max(1, configuration.streamsPerConnection))
         pathBuffer = .allocate(capacity: pathCapacity)
@@ -84,6 +87,7 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
             options.pingAfterSilence = configuration.pingAfterSilence
             options.pingTimeout = configuration.pingTimeout
             options.connectTimeout = configuration.connectTimeout
+            if configuration.keepWarm { options.pingAfterIdle = configuration.keepalive }
             options.keptResponseHeaders = Self.keptResponseHeaders
             if let resolver = configuration.resolver { options.resolver = resolver }
             let connection = ClientConnection(loop: loop, options: options)
@@ -124,11 +128,13 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         // makes room, so refill and expire again until the queue yields live jobs or none.
         while true {
             expireQueued(now: now)
-            guard ready.free > 0, queue.drain(into: &ready, limit: ready.free) > 0 else { break }
+            // Urgent jobs go to the front of the ready ring, ahead of what bulk events queued.
+            let urgent = ready.free > 0 ? urgentQueue.drainToFront(of: &ready, limit: ready.free) : 0
+            guard urgent > 0 || (ready.free > 0 && queue.drain(into: &ready, limit: ready.free) > 0) else { break }
             pool.queueDrained()
             guard let earliest = ready.earliestDeadline, earliest <= now.nanoseconds else { break }
         }
-        if !idle { openConnectionsIfNeeded(now: now) }
+        if !idle || configuration.keepWarm { openConnectionsIfNeeded(now: now) }
         // After opening: a connection that fails at once (a bad port) may be the one that halts the pool.
         if pool.halted.load(ordering: .relaxed) { failEverythingQueued(now: now) }
         armWakeTimer()
@@ -151,7 +157,7 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         // expiring makes room first, and both wake the loop): no spinning on a full ring.
         var next = ready.free > 0 ? delayed.nextDue.map { MonotonicInstant(nanoseconds: $0) } ?? .distantFuture : .distantFuture
         if let earliest = ready.earliestDeadline { next = min(next, MonotonicInstant(nanoseconds: earliest)) }
-        if !idle && !pool.halted.load(ordering: .relaxed) {
+        if (!idle || configuration.keepWarm) && !pool.halted.load(ordering: .relaxed) {
             for slot in slots where slot.connection.state == .idle || slot.connection.state == .closed {
                 next = min(next, slot.reconnectAt)
             }

@@ -37,6 +37,11 @@ public struct PoolConfiguration: Sendable {
     /// `pingAfterSilence`, a PING; no answer within `pingTimeout` retires the connection.
     public var pingAfterSilence: Duration? = .seconds(2)
     public var pingTimeout: Duration = .seconds(2)
+    /// Keep the connections open while there is no work (the daemon's warm pool): open them at
+    /// once, reconnect with back-off when they drop, and PING an idle one every `keepalive` so a
+    /// NAT does not forget it. Off: connections open when work arrives (the CLI commands).
+    public var keepWarm = false
+    public var keepalive: Duration = .seconds(300)
     /// Each address's connect (and the lookup and the TLS handshake) gets this long.
     public var connectTimeout: Duration = .seconds(10)
     /// Whether outcomes carry each response's `apns-id` and `apns-unique-id` (a delivery audit log

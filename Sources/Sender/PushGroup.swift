@@ -29,10 +29,14 @@ public final class PushGroup: @unchecked Sendable {
     /// GOAWAY covering it) is sent again. A duplicate start puts a second Live Activity on the phone,
     /// so starts default to false; updates and ends carry a timestamp and are safe to repeat.
     public let resendUnknown: Bool
+    /// Where this group's outcomes go instead of the pool's sink: one long-lived pool (the
+    /// daemon's warm connections) carries several events at once, each with its own books.
+    public let sink: PushOutcomeSink?
 
     /// An empty `body` is sent as none (GET and DELETE have none).
     public init(label: String, headers: [(name: String, value: String)], body: [UInt8], pathPrefix: String = "/3/device/",
-                method: HTTPMethod = .post, deadline: MonotonicInstant? = nil, resendUnknown: Bool, keepsAnswer: Bool = false) {
+                method: HTTPMethod = .post, deadline: MonotonicInstant? = nil, resendUnknown: Bool, keepsAnswer: Bool = false,
+                sink: PushOutcomeSink? = nil) {
         self.label = label
         self.headers = HeaderList(headers)
         self.body = body.isEmpty ? nil : SharedBytes(body)
@@ -45,14 +49,16 @@ public final class PushGroup: @unchecked Sendable {
         self.deadline = deadline
         self.resendUnknown = resendUnknown
         self.keepsAnswer = keepsAnswer
+        self.sink = sink
     }
 }
 
 extension PushGroup {
     /// The group of `notification` (its headers and body, checked by the protocol module) for
     /// device tokens: one value describes a push, whoever sends it.
-    public convenience init(label: String, notification: Notification, deadline: MonotonicInstant?, resendUnknown: Bool) {
+    public convenience init(label: String, notification: Notification, deadline: MonotonicInstant?, resendUnknown: Bool,
+                            sink: PushOutcomeSink? = nil) {
         self.init(label: label, headers: notification.headers.map { ($0.name, $0.value) }, body: notification.payload,
-                  deadline: deadline, resendUnknown: resendUnknown)
+                  deadline: deadline, resendUnknown: resendUnknown, sink: sink)
     }
 }

@@ -47,6 +47,10 @@ public struct CompletedPush: Sendable {
     /// The last response's headers and body, or why no response came: only for groups that keep
     /// answers (`PushGroup.keepsAnswer`), nil for every device push.
     public let kept: KeptAnswer?
+    /// From the first submission to the end (nil: never sent).
+    public let latency: Duration?
+    /// Back-off retries it took (after 429/5xx).
+    public let retries: Int
 }
 
 /// What a caller that reads the answer itself needs beyond status and reason (a channel's ID in
