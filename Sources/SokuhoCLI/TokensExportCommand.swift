@@ -2,7 +2,7 @@ import APNs
 import TokenStore
 
 /// `sokuho tokens export`: every token as the JSON lines `tokens import` reads, in installation
-/// id order, push-to-start before device, then every activity in id order. Export → import →
+/// store order (UUID ids first), push-to-start before device, then every activity in id order. Export → import →
 /// export gives the same bytes.
 enum TokensExportCommand {
     static let spec = CommandSpec(

@@ -16,8 +16,11 @@ struct RecordWriter {
         for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
     }
 
-    mutating func length(_ value: Int) {
-        var rest = UInt(value)
+    mutating func length(_ value: Int) { varint(UInt64(value)) }
+
+    /// LEB128: a time in milliseconds since 1970 takes 6 bytes instead of 8, a small difference 1.
+    mutating func varint(_ value: UInt64) {
+        var rest = value
         while rest >= 0x80 { bytes.append(UInt8(rest & 0x7f) | 0x80); rest >>= 7 }
         bytes.append(UInt8(rest))
     }
@@ -61,17 +64,29 @@ struct RecordReader {
     }
 
     mutating func length() throws(StoreError) -> Int {
-        var value = 0
+        let value = try varint(maximumBits: 35)
+        guard value <= buffer.count - offset else { throw corrupt() }
+        return Int(value)
+    }
+
+    /// What `RecordWriter.varint` wrote.
+    mutating func varint(maximumBits: Int = 64) throws(StoreError) -> UInt64 {
+        var value: UInt64 = 0
         var shift = 0
         while true {
             let byte = try uint8()
-            value |= Int(byte & 0x7f) << shift
+            value |= UInt64(byte & 0x7f) << UInt64(shift)
             if byte < 0x80 { break }
             shift += 7
-            guard shift < 35 else { throw corrupt() }
+            guard shift < maximumBits else { throw corrupt() }
         }
-        guard value <= buffer.count - offset else { throw corrupt() }
         return value
+    }
+
+    /// The bytes not read yet (a record's last field), without a length prefix.
+    mutating func rest() -> UnsafeRawBufferPointer {
+        defer { offset = buffer.count }
+        return UnsafeRawBufferPointer(rebasing: buffer[offset...])
     }
 
     mutating func data() throws(StoreError) -> [UInt8] {

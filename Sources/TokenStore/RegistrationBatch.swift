@@ -36,7 +36,7 @@ public struct RegistrationBatch: Sendable {
     init(validated registrations: [TokenRegistration], times: [UInt64]) {
         self.registrations = registrations
         self.times = times
-        var ids = KeyArena(capacity: registrations.count, averageKeyLength: 40)
+        var ids = KeyArena(capacity: registrations.count, averageKeyLength: 17)
         var tokenKeys = KeyArena(capacity: registrations.count, averageKeyLength: 56)
         var records = KeyArena(capacity: registrations.count, averageKeyLength: 100)
         var entries = KeyArena(capacity: registrations.count, averageKeyLength: 64)
@@ -45,7 +45,7 @@ public struct RegistrationBatch: Sendable {
         keyLengths.reserveCapacity(registrations.count)
         owners.reserveCapacity(registrations.count)
         for (index, registration) in registrations.enumerated() {
-            ids.append(registration.installationID.utf8)
+            ids.append(StoreKeys.installation(registration.installationID))
             tokenKeys.append(StoreKeys.token(app: registration.app, environment: registration.environment,
                                              kind: registration.kind, token: registration.token))
             records.append(registration.freshInstallation(at: times[index]).encoded)

@@ -49,7 +49,7 @@ extension RegistryUpdate {
     func removeInstallation(_ id: String) throws(StoreError) {
         guard let installation = try installation(id) else { return }
         for kind in TokenKind.allCases { try unindexToken(of: installation, kind: kind) }
-        try txn.delete(databases.installations, Array(id.utf8))
+        try txn.delete(databases.installations, StoreKeys.installation(id))
     }
 
     /// Removes every record of an event key: its serials and its start progress.
@@ -71,7 +71,7 @@ extension RegistryUpdate {
         var counts = SweepCounts()
         var expiredInstallations: [String] = []
         try forEachRecord(databases.installations) { key, value throws(StoreError) in
-            let id = String(decoding: key, as: UTF8.self)
+            let id = StoreKeys.installationID(key)
             let installation = try Installation(id: id, decoding: value)
             if installation.tokens.isEmpty || installation.updatedAt &+ installationMaxAge < now {
                 expiredInstallations.append(id)

@@ -90,7 +90,7 @@ struct RegistryUpdate: ~Copyable {
     }
 
     private func register(_ batch: RegistrationBatch, round: Int) throws(StoreError) {
-        // 1. Installations in id order; existing ones take the general path.
+        // 1. Installations in key order; existing ones take the general path.
         var isFresh = [Bool](repeating: false, count: batch.count)
         for index in batch.byID where batch.rounds[index] == round {
             if try txn.insert(databases.installations, Array(batch.ids.key(index)), Array(batch.freshRecords.key(index))) == nil {
@@ -115,12 +115,12 @@ struct RegistryUpdate: ~Copyable {
     }
 
     func installation(_ id: String) throws(StoreError) -> Installation? {
-        guard let bytes = try txn.get(databases.installations, Array(id.utf8)) else { return nil }
+        guard let bytes = try txn.get(databases.installations, StoreKeys.installation(id)) else { return nil }
         return try Installation(id: id, decoding: bytes)
     }
 
     func save(_ installation: Installation) throws(StoreError) {
-        try txn.put(databases.installations, Array(installation.id.utf8), installation.encoded)
+        try txn.put(databases.installations, StoreKeys.installation(installation.id), installation.encoded)
     }
 
     /// The `topics` entries (key, duplicate) of one token of `installation`.
@@ -143,7 +143,7 @@ struct RegistryUpdate: ~Copyable {
     /// with a new token: then it costs one insert per database (`insert` fails over to the
     /// update path when the key exists).
     private func register(_ registration: TokenRegistration, now: UInt64) throws(StoreError) {
-        let idKey = Array(registration.installationID.utf8)
+        let idKey = StoreKeys.installation(registration.installationID)
         var new = registration.freshInstallation(at: now)
         var old: Installation?
         if let existing = try txn.insert(databases.installations, idKey, new.encoded) {

@@ -32,7 +32,7 @@ extension TokenStore {
                 try txn.withCursor(databases.topics) { topicCursor throws(StoreError) in
                     var position = try cursor.get(MDB_FIRST)
                     while let (key, value) = position {
-                        let id = String(decoding: key, as: UTF8.self)
+                        let id = StoreKeys.installationID(key)
                         installations += 1
                         let installation: Installation
                         do throws(StoreError) { installation = try Installation(id: id, decoding: value) } catch {

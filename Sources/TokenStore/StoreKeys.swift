@@ -90,17 +90,73 @@ enum StoreKeys {
         return (String(decoding: key[..<nul], as: UTF8.self), environment, String(decoding: key[(nul + 2)...], as: UTF8.self))
     }
 
-    /// The value of a `tokens` entry.
+    /// The value of a `tokens` entry: registered-at (LEB128) + the owner's `installation` key.
     static func tokenValue(registeredAt: UInt64, installationID: String) -> [UInt8] {
-        var writer = RecordWriter(capacity: 8 + installationID.utf8.count)
-        writer.uint64(registeredAt)
-        writer.bytes.append(contentsOf: installationID.utf8)
+        var writer = RecordWriter(capacity: 24)
+        writer.varint(registeredAt)
+        writer.bytes.append(contentsOf: installation(installationID))
         return writer.bytes
     }
 
     static func parseTokenValue(_ value: UnsafeRawBufferPointer) throws(StoreError) -> (registeredAt: UInt64, installationID: String) {
         var reader = RecordReader(value, what: "token entry")
-        let registeredAt = try reader.uint64()
-        return (registeredAt, String(decoding: value[8...], as: UTF8.self))
+        let registeredAt = try reader.varint()
+        return (registeredAt, installationID(reader.rest()))
+    }
+
+    /// Leads the 16-byte form of a UUID id written in lowercase (`lowercaseUUID`) or uppercase
+    /// hex. Ids are checked to hold no control character, so no other key starts with one.
+    static let lowercaseUUID: UInt8 = 0x01
+    static let uppercaseUUID: UInt8 = 0x02
+
+    /// The `installations` key of an id (also the owner reference in a `tokens` value). A UUID
+    /// in canonical form, all lowercase or all uppercase (iOS's `identifierForVendor`), is 17
+    /// bytes (a case byte + its 16 bytes) instead of 36; any other id is its UTF-8 bytes.
+    /// Lowercase UUIDs keep their order among themselves; they sort before other ids.
+    static func installation(_ id: String) -> [UInt8] {
+        if let key = id.utf8.withContiguousStorageIfAvailable({ compactUUID($0) }) { return key ?? Array(id.utf8) }
+        let bytes = Array(id.utf8)
+        return bytes.withUnsafeBufferPointer { compactUUID($0) } ?? bytes
+    }
+
+    private static func compactUUID(_ text: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        guard text.count == 36 else { return nil }
+        var key = [UInt8](repeating: 0, count: 17)
+        var lower = false, upper = false
+        var nibble = 0
+        for (index, byte) in text.enumerated() {
+            if index == 8 || index == 13 || index == 18 || index == 23 {
+                guard byte == UInt8(ascii: "-") else { return nil }
+                continue
+            }
+            let value: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = byte - UInt8(ascii: "a") + 10; lower = true
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): value = byte - UInt8(ascii: "A") + 10; upper = true
+            default: return nil
+            }
+            key[1 + nibble / 2] |= nibble % 2 == 0 ? value << 4 : value
+            nibble += 1
+        }
+        guard !(lower && upper) else { return nil } // mixed case would not come back as written
+        key[0] = upper ? uppercaseUUID : lowercaseUUID
+        return key
+    }
+
+    /// The id of an `installations` key.
+    static func installationID(_ key: UnsafeRawBufferPointer) -> String {
+        guard key.count == 17, key[0] == lowercaseUUID || key[0] == uppercaseUUID else {
+            return String(decoding: key, as: UTF8.self)
+        }
+        let digits = Array(key[0] == lowercaseUUID ? "0123456789abcdef".utf8 : "0123456789ABCDEF".utf8)
+        var text = [UInt8]()
+        text.reserveCapacity(36)
+        for index in 1..<17 {
+            if index == 5 || index == 7 || index == 9 || index == 11 { text.append(UInt8(ascii: "-")) }
+            text.append(digits[Int(key[index] >> 4)])
+            text.append(digits[Int(key[index] & 0x0f)])
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 }

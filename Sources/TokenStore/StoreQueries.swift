@@ -6,7 +6,7 @@ import CLMDB
 extension TokenStore {
     public func installation(id: String) throws(StoreError) -> Installation? {
         try read { txn throws(StoreError) in
-            guard let bytes = try txn.get(databases.installations, Array(id.utf8)) else { return nil }
+            guard let bytes = try txn.get(databases.installations, StoreKeys.installation(id)) else { return nil }
             return try Installation(id: id, decoding: bytes)
         }
     }
@@ -107,7 +107,8 @@ extension TokenStore {
         }
     }
 
-    /// Calls `body` for every installation in id order, reading `chunk` at a time in short read
+    /// Calls `body` for every installation in key order (lowercase UUID ids in id order, then
+    /// uppercase ones, then every other id in id order: see `StoreKeys.installation`), reading `chunk` at a time in short read
     /// transactions, so a long export neither pins old pages nor holds up a map growth.
     public func forEachInstallation(chunk: Int = 1000, _ body: (Installation) throws(StoreError) -> Void) throws(StoreError) {
         try forEachInstallation(chunk: chunk, withTimes: false) { installation, _ throws(StoreError) in try body(installation) }
@@ -123,7 +124,7 @@ extension TokenStore {
     private func forEachInstallation(chunk: Int, withTimes: Bool,
                                      _ body: (Installation, RegistrationTimes) throws(StoreError) -> Void) throws(StoreError) {
         try forEachRecord(databases.installations, chunk: chunk, decode: { txn, key, value throws(StoreError) in
-            let installation = try Installation(id: String(decoding: key, as: UTF8.self), decoding: value)
+            let installation = try Installation(id: StoreKeys.installationID(key), decoding: value)
             var times = RegistrationTimes()
             for (kind, token) in installation.tokens where withTimes {
                 let tokenKey = StoreKeys.token(app: installation.app, environment: installation.environment, kind: kind, token: token)

@@ -17,7 +17,7 @@ struct StoreDatabases: Sendable {
 /// older store up to `currentVersion`. The version and a format marker live in `meta`, so a store
 /// from a newer Sokuho and an unrelated LMDB file are both refused with a clear message.
 enum StoreSchema {
-    static let currentVersion: UInt32 = 4
+    static let currentVersion: UInt32 = 5
     static let formatMarker = Array("sokuho-token-store".utf8)
     static let versionKey = Array("schema-version".utf8)
     static let formatKey = Array("format".utf8)
@@ -83,7 +83,46 @@ enum StoreSchema {
             let events = try txn.openDatabase("events", flags: 0, create: false)!
             try txn.removeAll(events)
         },
+        // Measured on 1M one-topic tokens: 406 MB compacted at schema 4. UUID ids become 17
+        // bytes in both places they are stored, times LEB128 (see `StoreKeys.installation`,
+        // `StoreKeys.tokenValue`, `Installation.layoutVersion`). Topic entries do not change.
+        Migration(from: 4, summary: "UUID installation ids in 16 bytes; LEB128 times") { txn throws(StoreError) in
+            let installations = try txn.openDatabase("installations", flags: 0, create: false)!
+            let tokens = try txn.openDatabase("tokens", flags: 0, create: false)!
+            let records = try rewriteAll(txn, installations) { key, value throws(StoreError) in
+                let id = String(decoding: key, as: UTF8.self)
+                return (StoreKeys.installation(id), try Installation(id: id, decoding: value).encoded)
+            }
+            let entries = try rewriteAll(txn, tokens) { key, value throws(StoreError) in
+                var reader = RecordReader(value, what: "token entry")
+                let registeredAt = try reader.uint64()
+                let owner = String(decoding: reader.rest(), as: UTF8.self)
+                return (Array(key), StoreKeys.tokenValue(registeredAt: registeredAt, installationID: owner))
+            }
+            // Refilled in key order with MDB_APPEND: full pages instead of the ~2/3 of random inserts.
+            for (dbi, rewritten) in [(installations, records), (tokens, entries)] {
+                try txn.removeAll(dbi)
+                for (key, value) in rewritten { try txn.put(dbi, key, value, flags: MDB_APPEND) }
+            }
+        },
     ]
+
+    /// Every entry of `dbi` rewritten by `body`, sorted by new key (LMDB's order: bytewise, a prefix first).
+    private static func rewriteAll(_ txn: borrowing LMDBTransaction, _ dbi: MDB_dbi,
+                                   _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws(StoreError) -> ([UInt8], [UInt8]))
+        throws(StoreError) -> [([UInt8], [UInt8])] {
+        var rewritten = try txn.withCursor(dbi) { cursor throws(StoreError) in
+            var rewritten: [([UInt8], [UInt8])] = []
+            var position = try cursor.get(MDB_FIRST)
+            while let (key, value) = position {
+                rewritten.append(try body(key, value))
+                position = try cursor.get(MDB_NEXT)
+            }
+            return rewritten
+        }
+        rewritten.sort { $0.0.lexicographicallyPrecedes($1.0) }
+        return rewritten
+    }
 
     /// Opens the schema inside `txn`, first migrating it when `migrate` (a write transaction).
     /// Returns the handles, or throws foreign/newer-schema/missing errors.

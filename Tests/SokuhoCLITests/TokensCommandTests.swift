@@ -153,10 +153,10 @@ import Testing
         _ = fixture.run(["tokens", "import", fixture.file("in.jsonl", Self.line("a", token: Self.token(1))), "--store", fixture.store])
         let (code, out, _) = fixture.run(["store", "check", "--store", fixture.store])
         #expect(code == .success)
-        #expect(out == "ok: schema 4 (current 4), 1 installations, 1 tokens, 1 topic entries\n")
+        #expect(out == "ok: schema 5 (current 5), 1 installations, 1 tokens, 1 topic entries\n")
         let backup = fixture.directory + "/backup"
         #expect(fixture.run(["store", "backup", backup, "--store", fixture.store]).0 == .success)
-        #expect(fixture.run(["store", "check", "--json", "--store", backup]).1.hasPrefix(#"{"ok":true,"schemaVersion":4,"installations":1"#))
+        #expect(fixture.run(["store", "check", "--json", "--store", backup]).1.hasPrefix(#"{"ok":true,"schemaVersion":5,"installations":1"#))
         let (again, _, err) = fixture.run(["store", "backup", backup, "--store", fixture.store])
         #expect(again == .cantCreate)
         #expect(err.contains("already exists"))

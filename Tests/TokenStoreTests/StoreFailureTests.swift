@@ -102,6 +102,7 @@ import Testing
             ])
             store.close()
         }
+        try downgradeToSchema4(fixture.directory)
         do {
             let environment = try LMDBEnvironment(directory: fixture.directory, mapSize: 1 << 24, readOnly: false)
             let txn = try environment.begin(readOnly: false)
@@ -135,6 +136,59 @@ import Testing
         #expect(raw?.first == Installation.layoutVersion)
     }
 
+    @Test func aSchema4StoreIsMigratedKeepingEverythingWithUUIDIdsIn17Bytes() throws {
+        let fixture = StoreFixture()
+        let lower = "e099ec6c-d736-3ca5-85e7-bb0f12278575"
+        let upper = "6F9B6DAE-6F4C-57A8-2AC2-CE17A5794A3B"
+        let mixed = "7ef1fd0e-D154-8fcd-1f84-10633ef306ac"
+        let ids = [lower, upper, mixed, "plain-id", "0123456789abcdef"]
+        let topics = [TopicSubscription(name: "region:301", minLevel: 3), TopicSubscription(name: "b", minLevel: 0)]
+        let activity = ActivityRecord(id: "act-1", app: "com.example.eew", environment: .sandbox, updateToken: token(90),
+                                      eventKey: "eew-7", startedAt: 0)
+        let serial = EventSerialRecord(eventKey: "eew-7", serial: 2, bodyHash: [7], phase: .sending, startedAt: 4, updatedAt: 5)
+        var before: [Installation] = []
+        var times: [RegistrationTimes] = []
+        var targets: [ScannedTarget] = []
+        do {
+            let store = try fixture.open()
+            var operations: [WriteOperation] = []
+            for (index, id) in ids.enumerated() {
+                var push = registration(id, token(index), topics: topics, broadcast: index % 2 == 0)
+                push.registeredAt = 1_700_000_000_000 + UInt64(index)
+                push.secretHash = [UInt8(index), 9]
+                operations.append(.register(push, at: 1_000))
+                operations.append(.register(registration(id, token(50 + index), kind: .device, topics: [topics[0]]), at: 2_000 + UInt64(index)))
+            }
+            try store.write(operations + [.putActivity(activity), .putEventSerial(serial)])
+            try store.forEachInstallationWithRegistrationTimes { installation, registered in
+                before.append(installation)
+                times.append(registered)
+            }
+            targets = try store.scannedTargets("region:301")
+            store.close()
+        }
+        try downgradeToSchema4(fixture.directory)
+        let store = try fixture.open()
+        #expect(try store.schemaVersion == StoreSchema.currentVersion)
+        var after: [Installation] = []
+        var afterTimes: [RegistrationTimes] = []
+        try store.forEachInstallationWithRegistrationTimes { installation, registered in
+            after.append(installation)
+            afterTimes.append(registered)
+        }
+        #expect(after == before && afterTimes == times && after.count == ids.count)
+        #expect(times.contains { $0.pushToStart == 1_700_000_000_002 && $0.device == 2_002 })
+        #expect(try store.scannedTargets("region:301") == targets && targets.count == 2 * ids.count)
+        #expect(targets.contains { $0.broadcast } && targets.contains { !$0.broadcast })
+        #expect(try store.tokenOwner(app: "com.example.eew", environment: .sandbox, kind: .pushToStart, token: token(1))?.installationID == upper)
+        #expect(try store.activity(id: "act-1") == activity)
+        #expect(try store.eventRecords(eventKey: "eew-7").serials == [serial])
+        #expect(try store.check().isConsistent)
+        // Canonical UUIDs in one case are 17 bytes; a mixed-case one keeps its text.
+        #expect(ids.map { StoreKeys.installation($0).count } == [17, 17, 36, 8, 16])
+        for id in ids { #expect(StoreKeys.installation(id).withUnsafeBytes { StoreKeys.installationID($0) } == id) }
+    }
+
     @Test func aSchema3StoreIsMigratedKeepingItsInstallationsAndClearingEventProgress() throws {
         let fixture = StoreFixture()
         let topics = [TopicSubscription(name: "region:301", minLevel: 3)]
@@ -146,6 +200,7 @@ import Testing
             ])
             store.close()
         }
+        try downgradeToSchema4(fixture.directory)
         do {
             // Back to schema 3: installation records in layout 2 (no broadcast byte), topic
             // entries without the flag, and an events record in the old layout.
@@ -167,7 +222,7 @@ import Testing
             try txn.commit()
         }
         let store = try fixture.open()
-        #expect(try store.schemaVersion == 4)
+        #expect(try store.schemaVersion == StoreSchema.currentVersion)
         let both = try #require(try store.installation(id: "both"))
         #expect(both.pushToStartToken == token(1) && both.deviceToken == token(2) && both.topics(.device) == topics)
         #expect(!both.broadcast)

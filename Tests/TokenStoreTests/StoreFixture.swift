@@ -1,4 +1,5 @@
 import APNs
+import CLMDB
 import Glibc
 @testable import TokenStore
 
@@ -71,4 +72,55 @@ extension TokenStore {
                  after: TopicWatermark? = nil) throws -> [[UInt8]] {
         try scannedTargets(topic, level: level, kind: kind, batch: batch, after: after).map(\.token)
     }
+}
+
+/// Rewrites a store's installations and token entries as schema 4 wrote them (UTF-8 id keys,
+/// record layout 3 with u64 times, token entries of u64 + UTF-8 owner id) and marks it schema 4:
+/// where the migration tests start from.
+func downgradeToSchema4(_ directory: String) throws {
+    let environment = try LMDBEnvironment(directory: directory, mapSize: 1 << 24, readOnly: false)
+    let txn = try environment.begin(readOnly: false)
+    let installations = try txn.openDatabase("installations", flags: 0, create: false)!
+    let tokens = try txn.openDatabase("tokens", flags: 0, create: false)!
+    var records: [([UInt8], [UInt8])] = []
+    var entries: [([UInt8], [UInt8])] = []
+    try txn.withCursor(installations) { cursor throws(StoreError) in
+        var position = try cursor.get(MDB_FIRST)
+        while let (key, value) = position {
+            let installation = try Installation(id: StoreKeys.installationID(key), decoding: value)
+            var layout3 = RecordWriter()
+            layout3.uint8(3)
+            layout3.string(installation.app)
+            layout3.uint8(installation.environment.storeByte)
+            layout3.data(installation.secretHash)
+            layout3.data(installation.pushToStartToken ?? [])
+            layout3.data(installation.deviceToken ?? [])
+            layout3.uint64(installation.createdAt)
+            layout3.uint64(installation.updatedAt)
+            for kind in TokenKind.allCases {
+                layout3.length(installation.topics(kind).count)
+                for topic in installation.topics(kind) { layout3.string(topic.name); layout3.uint8(topic.minLevel) }
+            }
+            layout3.uint8(installation.broadcast ? 1 : 0)
+            records.append((Array(installation.id.utf8), layout3.bytes))
+            position = try cursor.get(MDB_NEXT)
+        }
+    }
+    try txn.withCursor(tokens) { cursor throws(StoreError) in
+        var position = try cursor.get(MDB_FIRST)
+        while let (key, value) = position {
+            let (registeredAt, owner) = try StoreKeys.parseTokenValue(value)
+            var old = RecordWriter()
+            old.uint64(registeredAt)
+            entries.append((Array(key), old.bytes + Array(owner.utf8)))
+            position = try cursor.get(MDB_NEXT)
+        }
+    }
+    for (dbi, rewritten) in [(installations, records), (tokens, entries)] {
+        try txn.removeAll(dbi)
+        for (key, value) in rewritten { try txn.put(dbi, key, value) }
+    }
+    let meta = try txn.openDatabase("meta", flags: 0, create: false)!
+    try txn.put(meta, StoreSchema.versionKey, [0, 0, 0, 4])
+    try txn.commit()
 }
