@@ -31,6 +31,9 @@ let package = Package(
         // HTTP/2 over TLS: a sans-I/O session on nghttp2 (bytes in, events out) shared by the client
         // and server connections. Generic: nothing about APNs.
         .target(name: "HTTP2", dependencies: ["IO", "CNghttp2", "CSystem", "Crypto"]),
+        // HTTP/1.1 for the daemon's API on libevent's evhttp: requests and responses as plain values,
+        // a server with its loop on its own thread. Every libevent pointer stays inside. No routes.
+        .target(name: "HTTPAPI", dependencies: ["CLibEvent", "CSystem", "IO", "JSONCore"]),
         // The LMDB token store.
         // APNs: for DeviceToken.maximumByteCount, the one bound on a token's length.
         .target(name: "TokenStore", dependencies: ["CLMDB", "JSONCore", "APNs"]),
@@ -50,6 +53,8 @@ let package = Package(
         .testTarget(name: "HTTP2Tests", dependencies: ["IO", "HTTP2", "Crypto", "CNghttp2"]),
         // End to end: the simulator on loopback, driven by the CLI in-process, raw HTTP/2 and curl.
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "SokuhoCLI", "APNs", "Crypto", "IO", "HTTP2", "JSONCore", "Fanout", "TokenStore"]),
+        // The API server against a real HTTP/1.1 client: curl.
+        .testTarget(name: "HTTPAPITests", dependencies: ["HTTPAPI"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "JSONCore"]),
         .testTarget(name: "SenderTests", dependencies: ["Sender", "Simulator", "IO", "HTTP2", "Crypto", "APNs"]),
         // Keys, JWTs and certificates checked against independent implementations (openssl, Python).
