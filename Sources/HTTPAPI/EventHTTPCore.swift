@@ -100,9 +100,8 @@ final class EventHTTPCore: @unchecked Sendable {
 
     /// The loop; returns after `mailbox.requestStop()`, with every connection and listener closed.
     func run() {
-        let rc = event_base_dispatch(base)
         // 1 would mean no events were registered, impossible with the persistent wake-up event.
-        LibEvent.mustSucceed("event_base_dispatch", rc)
+        LibEvent.mustSucceed("event_base_dispatch", event_base_dispatch(base))
         close()
     }
 
