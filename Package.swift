@@ -38,7 +38,7 @@ let package = Package(
         // APNs: for DeviceToken.maximumByteCount, the one bound on a token's length.
         .target(name: "TokenStore", dependencies: ["CLMDB", "JSONCore", "APNs"]),
         // The command line: one table-driven parser, one file per sub-command.
-        .target(name: "SokuhoCLI", dependencies: ["JSONCore", "APNs", "Crypto", "IO", "HTTP2", "Sender", "Simulator", "TokenStore", "Fanout"]),
+        .target(name: "SokuhoCLI", dependencies: ["JSONCore", "APNs", "Crypto", "IO", "HTTP2", "HTTPAPI", "Sender", "Simulator", "TokenStore", "Fanout"]),
         // Live Activity events from the token store: scan → starts per group → pool → outcomes →
         // store writes (checkpoints, pruning), plus the event's broadcasts and channels.
         .target(name: "Fanout", dependencies: ["APNs", "Crypto", "HTTP2", "IO", "JSONCore", "Sender", "TokenStore"]),
