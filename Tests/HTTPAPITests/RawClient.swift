@@ -33,17 +33,10 @@ final class RawClient {
         }
     }
 
-    /// Everything the server sends until it closes the connection (or `seconds` pass).
+    /// Everything the server sends until it closes the connection (or `seconds` pass without data).
     func readUntilClosed(seconds: Int32 = 10) -> String {
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&poller, 1, seconds * 1000) == 1 else { break }
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n <= 0 { closed = true; break }
-            bytes.append(contentsOf: chunk[0..<n])
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        let (text, closed) = readToEnd(fd, timeout: seconds)
+        self.closed = closed
+        return text
     }
 }
