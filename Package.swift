@@ -3,7 +3,7 @@
 import PackageDescription
 
 /// Debian packages that provide the C libraries; SwiftPM prints them when a header is missing.
-let debian: [SystemPackageProvider] = [.apt(["libmbedtls-dev", "libnghttp2-dev", "liblmdb-dev"])]
+let debian: [SystemPackageProvider] = [.apt(["libmbedtls-dev", "libnghttp2-dev", "liblmdb-dev", "libevent-dev"])]
 
 let package = Package(
     name: "Sokuho",
@@ -15,6 +15,7 @@ let package = Package(
         .systemLibrary(name: "CMbedTLS", path: "Sources/CMbedTLS", providers: debian),
         .systemLibrary(name: "CNghttp2", path: "Sources/CNghttp2", providers: debian),
         .systemLibrary(name: "CLMDB", path: "Sources/CLMDB", providers: debian),
+        .systemLibrary(name: "CLibEvent", path: "Sources/CLibEvent", providers: debian),
         .systemLibrary(name: "CSystem", path: "Sources/CSystem"),
 
         // JSON without Foundation: a strict parser and an ordered writer (payloads, CLI output).
@@ -30,11 +31,14 @@ let package = Package(
         // HTTP/2 over TLS: a sans-I/O session on nghttp2 (bytes in, events out) shared by the client
         // and server connections. Generic: nothing about APNs.
         .target(name: "HTTP2", dependencies: ["IO", "CNghttp2", "CSystem", "Crypto"]),
+        // HTTP/1.1 for the daemon's API on libevent's evhttp: requests and responses as plain values,
+        // a server with its loop on its own thread. Every libevent pointer stays inside. No routes.
+        .target(name: "HTTPAPI", dependencies: ["CLibEvent", "CSystem", "IO", "JSONCore"]),
         // The LMDB token store.
         // APNs: for DeviceToken.maximumByteCount, the one bound on a token's length.
         .target(name: "TokenStore", dependencies: ["CLMDB", "JSONCore", "APNs"]),
         // The command line: one table-driven parser, one file per sub-command.
-        .target(name: "SokuhoCLI", dependencies: ["JSONCore", "APNs", "Crypto", "IO", "HTTP2", "Sender", "Simulator", "TokenStore", "Fanout", "Daemon"]),
+        .target(name: "SokuhoCLI", dependencies: ["JSONCore", "APNs", "Crypto", "IO", "HTTP2", "HTTPAPI", "Sender", "Simulator", "TokenStore", "Fanout", "Daemon"]),
         // `sokuho serve`: its configuration (one JSON file, flags and SOKUHO_* variables on top,
         // checked whole at start); the daemon itself comes next.
         .target(name: "Daemon", dependencies: ["APNs", "Crypto", "JSONCore"]),
@@ -54,6 +58,8 @@ let package = Package(
         .testTarget(name: "HTTP2Tests", dependencies: ["IO", "HTTP2", "HTTP2TestSupport", "Crypto", "CNghttp2"]),
         // End to end: the simulator on loopback, driven by the CLI in-process, raw HTTP/2 and curl.
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "SokuhoCLI", "APNs", "Crypto", "IO", "HTTP2", "HTTP2TestSupport", "JSONCore", "Fanout", "TokenStore"]),
+        // The API server against a real HTTP/1.1 client: curl.
+        .testTarget(name: "HTTPAPITests", dependencies: ["HTTPAPI"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "JSONCore"]),
         .testTarget(name: "SenderTests", dependencies: ["Sender", "Simulator", "IO", "HTTP2", "Crypto", "APNs"]),
         // Keys, JWTs and certificates checked against independent implementations (openssl, Python).

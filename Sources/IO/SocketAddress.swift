@@ -148,6 +148,10 @@ public enum Socket {
     public struct Listener: ~Copyable {
         public let descriptor: FileDescriptor
         public let address: SocketAddress
+
+        /// Hands the socket to a new owner that closes it (libevent's evhttp); the address stays known
+        /// to whoever read it first.
+        public consuming func releaseDescriptor() -> Int32 { descriptor.release() }
     }
 
     /// The next connection waiting on `listener`, non-blocking, close-on-exec and without Nagle;

@@ -9,12 +9,12 @@ import Testing
         return (code, captured.out, captured.err)
     }
 
-    @Test func versionJSONNamesAllFourComponents() {
+    @Test func versionJSONNamesAllFiveComponents() {
         let (code, out, _) = run(["version", "--json"])
         #expect(code == .success)
         #expect(out.hasPrefix("{\"sokuho\":\"\(SokuhoVersion.current)\",\"mbedtls\":\"2.28."))
         #expect(out.contains("\"nghttp2\":\"1.52."))
-        #expect(out.contains("\"lmdb\":\"0.9.24\"}"))
+        #expect(out.contains("\"lmdb\":\"0.9.24\",\"libevent\":\"2.1.12-stable\"}"))
         let (dashCode, dashOut, _) = run(["--version"])
         #expect(dashCode == .success)
         #expect(dashOut.hasPrefix("sokuho \(SokuhoVersion.current)\n"))

@@ -3,13 +3,14 @@ import Glibc
 #endif
 import Testing
 
-/// One C library's rule: every call of its functions in one source folder hands the status it
+/// One C library's rule: every call of its functions (names starting with one of `prefixes`) in one
+/// source folder hands the status it
 /// returns to the module's checked wrapper — on its line, or within the statement's next
 /// `followingLines` lines. Functions that return no status code are listed by name.
 struct ReturnCodeRule: Sendable, CustomTestStringConvertible {
     let library: String
     let folder: String
-    let prefix: String
+    let prefixes: [String]
     let wrappers: [String]
     let returnsNoStatus: Set<String>
     /// C structs built with their initialiser (not calls), and callback setters.
@@ -41,8 +42,10 @@ struct ReturnCodeRule: Sendable, CustomTestStringConvertible {
         return (calls, unchecked)
     }
 
-    /// The names of `prefix…(` calls on a line.
-    private func functions(in line: Substring) -> [String] {
+    /// The names of `prefix…(` calls on a line, for every prefix.
+    private func functions(in line: Substring) -> [String] { prefixes.flatMap { functions(in: line, prefix: $0) } }
+
+    private func functions(in line: Substring, prefix: String) -> [String] {
         var out: [String] = []
         var rest = line
         while let start = rest.firstRange(of: prefix) {
@@ -79,12 +82,12 @@ struct ReturnCodeRule: Sendable, CustomTestStringConvertible {
     }
 }
 
-/// The rules of the checked wrappers, as tests: `MbedTLS` (Sources/Crypto/MbedTLS.swift) and
-/// `Nghttp2` (Sources/HTTP2/Nghttp2Check.swift). A new unchecked call fails here.
+/// The rules of the checked wrappers, as tests: `MbedTLS` (Sources/Crypto/MbedTLS.swift),
+/// `Nghttp2` (Sources/HTTP2/Nghttp2Check.swift) and `LibEvent` (Sources/HTTPAPI/LibEvent.swift). A new unchecked call fails here.
 @Suite struct ReturnCodeRuleTests {
     static let rules = [
         ReturnCodeRule(
-            library: "mbedTLS", folder: "Sources/Crypto", prefix: "mbedtls_",
+            library: "mbedTLS", folder: "Sources/Crypto", prefixes: ["mbedtls_"],
             wrappers: ["MbedTLS.check(", "MbedTLS.count(", "MbedTLS.require(", "MbedTLS.ignore("],
             // mbedTLS 2.28 functions that return void, a pointer, a type or verification flags.
             returnsNoStatus: [
@@ -102,7 +105,7 @@ struct ReturnCodeRule: Sendable, CustomTestStringConvertible {
             ],
             notCalls: [], ignoredPrefixes: [], excludedFiles: [], followingLines: 0, minimumCalls: 50),
         ReturnCodeRule(
-            library: "nghttp2", folder: "Sources/HTTP2", prefix: "nghttp2_",
+            library: "nghttp2", folder: "Sources/HTTP2", prefixes: ["nghttp2_"],
             wrappers: ["Nghttp2.check(", "precondition("],
             // Return no status; nghttp2_submit_request returns a stream id (or an error) its callers test.
             returnsNoStatus: [
@@ -113,6 +116,17 @@ struct ReturnCodeRule: Sendable, CustomTestStringConvertible {
             notCalls: ["nghttp2_nv", "nghttp2_settings_entry", "nghttp2_data_provider", "nghttp2_mem"],
             ignoredPrefixes: ["nghttp2_session_callbacks_set_"], excludedFiles: ["Nghttp2Check.swift"],
             followingLines: 2, minimumCalls: 15),
+        ReturnCodeRule(
+            library: "libevent", folder: "Sources/HTTPAPI", prefixes: ["event_", "evhttp_", "evbuffer_"],
+            wrappers: ["LibEvent.check(", "LibEvent.count(", "LibEvent.require(", "LibEvent.mustSucceed("],
+            // libevent 2.1 functions that return void, a length, an enum, a string or an optional part.
+            returnsNoStatus: [
+                "evhttp_set_max_body_size", "evhttp_set_max_headers_size", "evhttp_set_timeout_tv", "evhttp_set_allowed_methods",
+                "evhttp_set_gencb", "evhttp_free", "event_free", "event_base_free", "evhttp_send_reply", "evhttp_send_error",
+                "evhttp_clear_headers", "evhttp_connection_get_peer", "evbuffer_get_length", "evhttp_request_get_command",
+                "evhttp_uri_get_path", "evhttp_uri_get_query", "event_get_version",
+            ],
+            notCalls: [], ignoredPrefixes: [], excludedFiles: [], followingLines: 1, minimumCalls: 25),
     ]
 
     @Test("Every C library return code goes through the module's checked wrapper", arguments: rules)
@@ -121,7 +135,7 @@ struct ReturnCodeRule: Sendable, CustomTestStringConvertible {
         let tests = file[..<file.lastIndex(of: "/")!]
         let root = String(tests[..<tests.lastIndex(of: "/")!].dropLast("/Tests".count))
         let (calls, unchecked) = try rule.uncheckedCalls(root: root)
-        #expect(calls >= rule.minimumCalls, "the scan found only \(calls) \(rule.prefix) calls; is \(rule.folder) right?")
+        #expect(calls >= rule.minimumCalls, "the scan found only \(calls) \(rule.prefixes) calls; is \(rule.folder) right?")
         #expect(unchecked == [], "unchecked \(rule.library) return codes:\n\(unchecked.joined(separator: "\n"))")
     }
 }
