@@ -41,7 +41,7 @@ let package = Package(
         .target(name: "SokuhoCLI", dependencies: ["JSONCore", "APNs", "Crypto", "IO", "HTTP2", "HTTPAPI", "Sender", "Simulator", "TokenStore", "Fanout", "Daemon"]),
         // `sokuho serve`: its configuration (one JSON file, flags and SOKUHO_* variables on top,
         // checked whole at start); the daemon itself comes next.
-        .target(name: "Daemon", dependencies: ["APNs", "Crypto", "JSONCore"]),
+        .target(name: "Daemon", dependencies: ["APNs", "Crypto", "JSONCore", "Fanout", "Sender", "TokenStore", "HTTPAPI", "HTTP2", "IO", "CSystem"]),
         // Live Activity events from the token store: scan → starts per group → pool → outcomes →
         // store writes (checkpoints, pruning), plus the event's broadcasts and channels.
         .target(name: "Fanout", dependencies: ["APNs", "Crypto", "HTTP2", "IO", "JSONCore", "Sender", "TokenStore"]),

@@ -10,7 +10,8 @@ public struct Endpoint: Sendable, Hashable, CustomStringConvertible {
 
     /// Parses "host:port" or "[v6]:port" (a configuration value, a command-line option); the error
     /// names `field` so a message says which option or setting to fix.
-    public init(parsing text: String, field: String) throws(ValidationError) {
+    /// `ports`: 0…65535 where 0 means "the system picks one" (a listening address).
+    public init(parsing text: String, field: String, ports: ClosedRange<Int> = 1...65535) throws(ValidationError) {
         var host = Substring(text)
         var portText: Substring?
         if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
@@ -21,8 +22,8 @@ public struct Endpoint: Sendable, Hashable, CustomStringConvertible {
             portText = host[host.index(after: colon)...]
             host = host[..<colon]
         }
-        guard !host.isEmpty, let portText, let port = Int(portText), (1...65535).contains(port) else {
-            throw ValidationError(field: field, "must be HOST:PORT with a port from 1 to 65535 (e.g. 127.0.0.1:8443 or [::1]:8443), not '\(HeaderValueText.printable(text))'")
+        guard !host.isEmpty, let portText, let port = Int(portText), ports.contains(port) else {
+            throw ValidationError(field: field, "must be HOST:PORT with a port from \(ports.lowerBound) to \(ports.upperBound) (e.g. 127.0.0.1:8443 or [::1]:8443), not '\(HeaderValueText.printable(text))'")
         }
         self.init(host: String(host), port: port)
     }

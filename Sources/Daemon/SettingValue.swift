@@ -89,15 +89,16 @@ enum SettingValue {
         guard !texts.isEmpty else { throw ConfigurationError(field: field, "must name at least one HOST:PORT address") }
         var endpoints: [Endpoint] = []
         for (text, itemField) in texts {
-            let parsed = try endpoint(text, field: itemField)
+            // Port 0: the system picks one, and `serve` prints which on its first line (tests, several daemons on one box).
+            let parsed = try endpoint(text, field: itemField, ports: 0...65535)
             guard !endpoints.contains(parsed) else { throw ConfigurationError(field: itemField, "\(parsed) is given twice; give each address once") }
             endpoints.append(parsed)
         }
         return endpoints
     }
 
-    static func endpoint(_ text: String, field: String) throws(ConfigurationError) -> Endpoint {
-        do throws(ValidationError) { return try Endpoint(parsing: text, field: field) } catch {
+    static func endpoint(_ text: String, field: String, ports: ClosedRange<Int> = 1...65535) throws(ConfigurationError) -> Endpoint {
+        do throws(ValidationError) { return try Endpoint(parsing: text, field: field, ports: ports) } catch {
             throw ConfigurationError(field: field, error.message)
         }
     }

@@ -72,7 +72,9 @@ public enum Fanout {
             }
             let report = FanoutReport(json: same.report) ?? FanoutReport()
             if same.phase == .done { return FanoutResult(report: report, alreadySent: true) }
-            earlier = report  // interrupted or stopped: resume, adding to what it did
+            // Interrupted or stopped: resume, adding to what it did. A record without a report was
+            // only accepted (the daemon records an event when it takes it, before it runs).
+            earlier = same.report.isEmpty ? nil : report
             firstStartedAt = same.startedAt
         }
         // Recorded before anything is sent: a crash from here on is resumed, never repeated blind.

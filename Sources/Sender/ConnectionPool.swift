@@ -74,6 +74,9 @@ public final class ConnectionPool: Sendable {
     /// Event-loop turns taken by the pool's threads so far (an idle pool sleeps: this stays still).
     public var loopTurns: Int { loops.reduce(0) { $0 + $1.turns.load(ordering: .relaxed) } }
 
+    /// Connections connecting or open right now (a warm pool's readiness).
+    public var connectionsUp: Int { senders.reduce(0) { $0 + $1.liveConnections.load(ordering: .relaxed) } }
+
     /// Pushes queued so far.
     public var submittedCount: Int { submitted.load(ordering: .relaxed) }
 

@@ -9,6 +9,8 @@ public struct LatencyHistogram: Sendable {
     private static let coarseBuckets = 5_900   // 10 ms × 5.9k = 59 s more
     private var counts: [UInt32]
     public private(set) var total = 0
+    /// Every recorded latency added up (a Prometheus histogram's `_sum`).
+    public private(set) var sumNanoseconds: UInt64 = 0
 
     public init() { counts = Array(repeating: 0, count: Self.fineBuckets + Self.coarseBuckets + 1) }
 
@@ -22,11 +24,13 @@ public struct LatencyHistogram: Sendable {
         }
         counts[index] &+= 1
         total += 1
+        sumNanoseconds &+= nanoseconds
     }
 
     public mutating func merge(_ other: LatencyHistogram) {
         for index in counts.indices { counts[index] &+= other.counts[index] }
         total += other.total
+        sumNanoseconds &+= other.sumNanoseconds
     }
 
     /// The latency in milliseconds below which `fraction` (0…1) of the recorded pushes fall.
@@ -70,5 +74,15 @@ public struct LatencyHistogram: Sendable {
     private static func milliseconds(ofBucket index: Int) -> Double {
         if index < fineBuckets { return Double(index * 10 + 5) / 1_000 }
         return 1_000 + Double((index - fineBuckets) * 10) + 5
+    }
+
+    /// How many recorded latencies are at most `milliseconds` (a Prometheus bucket's count; the
+    /// bucket holding the bound counts whole, so a bound is exact to the bucket width).
+    public func count(atMost milliseconds: Double) -> Int {
+        let micros = Int(milliseconds * 1000)
+        let last = micros < 1_000_000 ? micros / 10 : min(Self.fineBuckets + (micros - 1_000_000) / 10_000, counts.count - 1)
+        var sum = 0
+        for index in 0...max(0, min(last, counts.count - 1)) { sum += Int(counts[index]) }
+        return sum
     }
 }

@@ -1,4 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import APNs
 import Daemon
+import JSONCore
 
 /// `sokuho serve`: the daemon (issue 12). This build has its configuration only: `--check-config`
 /// loads the file, the `SOKUHO_*` variables and the flags, checks them whole and prints what would
@@ -7,8 +12,8 @@ import Daemon
 enum ServeCommand {
     static let spec = CommandSpec(
         "serve",
-        summary: "the push daemon: API, status page, pools (this build: --check-config only)",
-        usage: "[--config FILE] [overrides] --check-config [--json]",
+        summary: "the push daemon: warm connections per app, the HTTP API for events, /metrics, /readyz",
+        usage: "[--config FILE] [overrides] [--check-config [--json]]",
         options: [
             OptionSpec("--config", value: "FILE", help: "the configuration file (JSON; see the README's \"Daemon configuration\")", environment: "SOKUHO_CONFIG"),
             OptionSpec("--check-config", help: "check the configuration, print a summary and exit"),
@@ -19,17 +24,18 @@ enum ServeCommand {
         details: """
         Precedence: flag > SOKUHO_* variable > configuration file > default.
 
-        exit codes: 0 configuration valid · 64 usage (without --check-config: the daemon is not in
-                    this build) · 66 configuration file missing · 78 configuration invalid (the
-                    message names the field, flag or variable)
+        Without --check-config it runs until SIGTERM or SIGINT (running events finish, queued ones
+        are resumed by the next start); SIGHUP re-reads the admin token. Its first line on stdout is
+        {"listen":["HOST:PORT",…]} with the bound ports. Under systemd (Type=notify) it reports
+        READY=1 once it listens.
+
+        exit codes: 0 configuration valid / stopped by a signal · 64 usage · 66 configuration file
+                    missing · 78 configuration invalid or the daemon cannot start (the message names
+                    the field, flag, variable or address)
         """,
         run: run)
 
     static func run(_ invocation: Invocation) throws(CLIError) -> ExitCode {
-        guard invocation.flag("--check-config") else {
-            throw .usage("only --check-config is available in this build (the daemon itself is not built yet): "
-                         + "sokuho serve --config FILE --check-config")
-        }
         var file: [UInt8]?
         if let path = invocation.string("--config") { file = try InputFile.read(path, option: "--config", limit: 1 << 20) }
         // Only the flags: the variables go in separately, so a message can name which one was wrong.
@@ -41,7 +47,46 @@ enum ServeCommand {
             let source = invocation.string("--config").map { "\($0): " } ?? ""
             throw CLIError(.config, source + error.description)
         }
-        invocation.console.print(invocation.flag("--json") ? configuration.json : configuration.summary)
+        if invocation.flag("--check-config") {
+            invocation.console.print(invocation.flag("--json") ? configuration.json : configuration.summary)
+            return .success
+        }
+        return try serve(configuration, invocation: invocation)
+    }
+
+    /// Runs the daemon until SIGTERM or SIGINT; SIGHUP re-reads the admin token.
+    static func serve(_ configuration: ServeConfiguration, invocation: Invocation) throws(CLIError) -> ExitCode {
+        // Before any thread starts, so no thread but this one ever takes these signals.
+        SignalWait.block(including: [SIGHUP])
+        let service: Service
+        do { service = try Service(configuration: configuration) } catch {
+            throw CLIError(.config, error.description)
+        }
+        service.start()
+        let addresses = zip(configuration.listen, service.ports).map { Endpoint(host: $0.host, port: $1).description }
+        // One JSON line first (scripts and tests read the ports from it), then the human summary.
+        var writer = JSONWriter()
+        writer.beginObject(); writer.key("listen"); writer.beginArray()
+        for address in addresses { writer.string(address) }
+        writer.endArray(); writer.endObject()
+        invocation.console.print(writer.string)
+        invocation.console.error("sokuho serve: listening on \(addresses.joined(separator: ", ")); apps \(configuration.apps.map { "\($0.bundleID.text) (\($0.environment.rawValue))" }.joined(separator: ", "))")
+        SystemdNotify.send("READY=1\nSTATUS=listening on \(addresses.joined(separator: ", "))", environment: invocation.environment)
+        while true {
+            let signal = SignalWait.next(including: [SIGHUP])
+            guard signal == SIGHUP else { break }
+            SystemdNotify.send("RELOADING=1", environment: invocation.environment)
+            do {
+                try service.reloadAdminToken()
+                invocation.console.error("sokuho serve: SIGHUP: admin token re-read (apps and keys change on a restart in this build)")
+            } catch {
+                invocation.console.error("sokuho serve: SIGHUP: \(error); keeping the previous token")
+            }
+            SystemdNotify.send("READY=1", environment: invocation.environment)
+        }
+        SystemdNotify.send("STOPPING=1", environment: invocation.environment)
+        invocation.console.error("sokuho serve: stopping: finishing running events, closing connections")
+        service.stop()
         return .success
     }
 }

@@ -151,6 +151,28 @@ enum SignalWait {
         pthread_sigmask(SIG_UNBLOCK, &set, nil)
     }
 
+    /// Blocks `extra` signals too (before threads start), so `next` can wait for them. An ignored
+    /// signal is discarded even while blocked, and a parent may have left SIGTERM ignored (it is
+    /// inherited across exec): the dispositions go back to the default first, or `sigwait` would
+    /// never see the signal and the daemon could not be stopped.
+    static func block(including extra: [Int32]) {
+        var set = signals
+        for signal in [SIGINT, SIGTERM] + extra {
+            sigaddset(&set, signal)
+            Glibc.signal(signal, SIG_DFL)
+        }
+        pthread_sigmask(SIG_BLOCK, &set, nil)
+    }
+
+    /// Waits for SIGINT, SIGTERM or one of `extra` (blocked with `block(including:)`); returns it.
+    static func next(including extra: [Int32]) -> Int32 {
+        var set = signals
+        for signal in extra { sigaddset(&set, signal) }
+        var signal: Int32 = 0
+        while sigwait(&set, &signal) != 0 {}
+        return signal
+    }
+
     static func untilTerminated(orAfter seconds: Double?) {
         var set = signals
         pthread_sigmask(SIG_BLOCK, &set, nil)

@@ -82,6 +82,12 @@ extension TokenStore {
         return try eventRecords(from: prefix) { $0.starts(with: prefix) }
     }
 
+    /// Every serial record in `phase` (e.g. the events a daemon accepted but had not finished when
+    /// it stopped), by event key and serial.
+    public func eventSerials(in phase: EventSerialRecord.Phase) throws(StoreError) -> [EventSerialRecord] {
+        try eventRecords(from: []) { _ in true }.serials.filter { $0.phase == phase }
+    }
+
     /// The start progress of every event updated at or after `since` (ms since 1970): what a
     /// phone's recent starts are counted from.
     public func startProgress(updatedSince since: UInt64) throws(StoreError) -> [StartProgress] {

@@ -52,11 +52,14 @@ import Testing
         #expect(err.contains("nope.json"))
     }
 
-    @Test func withoutCheckConfigServeIsAUsageErrorInThisBuild() throws {
+    @Test func aDaemonThatCannotListenRefusesToStartNamingTheAddress() throws {
         let fixture = try ServeConfigFixture()
-        let (code, _, err) = fixture.files.run(["serve", "--config", fixture.configFile(fixture.json())])
-        #expect(code == .usage)
-        #expect(err.contains("only --check-config is available in this build"))
+        // 192.0.2.1 (TEST-NET-1) is no address of this machine: the bind fails before any pool
+        // connects anywhere.
+        let (code, _, err) = fixture.files.run(["serve", "--config", fixture.configFile(fixture.json()), "--store", fixture.files.directory + "/store",
+                                                "--listen", "192.0.2.1:8080"])
+        #expect(code == .config)
+        #expect(err.contains("192.0.2.1:8080"), "\(err)")
     }
 
     @Test func serveHelpListsEveryOverrideWithItsVariable() {

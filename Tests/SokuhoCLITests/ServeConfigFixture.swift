@@ -12,7 +12,7 @@ final class ServeConfigFixture {
     init() throws {
         keyFile = files.directory + "/AuthKey_KEY0000001.p8"
         try SigningKey.generateP8(at: keyFile)
-        tokenFile = files.file("admin.token", "s3cret-token\n")
+        tokenFile = files.file("admin.token", "s3cret-token-0123456789abcdef\n")
         chmod(tokenFile, 0o600)
     }
 

@@ -49,7 +49,7 @@ import Testing
         ("wrong type", #"{"apps": [@APP], "adminTokenFile": "@TOKEN", "keepaliveSeconds": "300"}"#, "keepaliveSeconds", "whole number of seconds from 10 to 3600"),
         ("not an object", #"["apps"]"#, "configuration", "must be a JSON object"),
         ("not JSON", #"{"apps": "#, "configuration", "not valid JSON"),
-        ("port 0", #"{"apps": [@APP], "adminTokenFile": "@TOKEN", "listen": ["127.0.0.1:0"]}"#, "listen[0]", "port from 1 to 65535"),
+        ("port 65536", #"{"apps": [@APP], "adminTokenFile": "@TOKEN", "listen": ["127.0.0.1:65536"]}"#, "listen[0]", "port from 0 to 65535"),
         ("port too high", #"{"apps": [@APP], "adminTokenFile": "@TOKEN", "listen": ["127.0.0.1:8080", "[::1]:65536"]}"#, "listen[1]", "HOST:PORT"),
         ("address twice", #"{"apps": [@APP], "adminTokenFile": "@TOKEN", "listen": ["127.0.0.1:80", "127.0.0.1:80"]}"#, "listen[1]", "given twice"),
         ("duplicate app", #"{"apps": [@APP, @APP], "adminTokenFile": "@TOKEN"}"#, "apps[1].bundleID", "already apps[0]"),

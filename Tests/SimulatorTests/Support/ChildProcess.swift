@@ -49,7 +49,13 @@ final class ChildProcess {
             guard poll(&poller, 1, seconds * 1000) == 1 else { return nil }
             var chunk = [UInt8](repeating: 0, count: 4096)
             let n = chunk.withUnsafeMutableBytes { read(stdout, $0.baseAddress, $0.count) }
-            if n <= 0 { return buffered.isEmpty ? nil : String(decoding: buffered, as: UTF8.self) }
+            if n <= 0 {
+                // End of output: a last line without a newline is returned once (and forgotten, or
+                // `readRest` would get it again forever).
+                guard !buffered.isEmpty else { return nil }
+                defer { buffered.removeAll() }
+                return String(decoding: buffered, as: UTF8.self)
+            }
             buffered.append(contentsOf: chunk[0..<n])
         }
     }

@@ -1,0 +1,137 @@
+import Fanout
+import IO
+import TokenStore
+
+/// The events the daemon accepted, and the two threads that fan them out: one for urgent events
+/// (starts: an earthquake warning) and one for the rest (updates, ends, election night). An
+/// urgent event never waits behind a long bulk one; its pushes also overtake the bulk event's
+/// queued pushes on the shared connections (`FanoutOptions.urgent`). An idle bulk worker helps
+/// with urgent events too.
+///
+/// Accepted means recorded: `Service` writes the event's serial record before answering 202, so
+/// a crash or restart re-queues it (`EventQueue.resume`) instead of losing it.
+final class EventQueue: @unchecked Sendable {
+    // @unchecked: every mutable field is guarded by `lock`.
+    enum State: String, Sendable { case queued, running, done, stopped, failed }
+
+    struct Entry: Sendable {
+        let id: String
+        let event: FanoutEvent
+        let app: AppRuntime
+        let urgent: Bool
+        var state: State = .queued
+        var report: FanoutReport?
+        var error: String?
+        /// Delivered over time, for the status page's curve.
+        var curve: [(seconds: Double, count: Int)] = []
+    }
+
+    private let lock = ConditionLock()
+    private var entries: [String: Entry] = [:]
+    /// Ids in submission order (the newest last); finished ones beyond `kept` are forgotten here
+    /// (their reports stay in the store).
+    private var order: [String] = []
+    private var urgentWork: [String] = []
+    private var bulkWork: [String] = []
+    private var stopping = false
+    private var workers: [OSThread] = []
+    private let store: TokenStore
+    private let finished: @Sendable (Entry, FanoutResult?) -> Void
+    static let kept = 200
+
+    init(store: TokenStore, finished: @escaping @Sendable (Entry, FanoutResult?) -> Void) {
+        self.store = store
+        self.finished = finished
+        workers = [OSThread.start(name: "sokuho-urgent") { [unowned self] in self.work(urgentOnly: true) },
+                   OSThread.start(name: "sokuho-events") { [unowned self] in self.work(urgentOnly: false) }]
+    }
+
+    static func id(key: String, serial: UInt32) -> String { key + "/" + String(serial) }
+
+    /// Queues an event (already recorded in the store). A serial already queued or running is
+    /// not queued twice.
+    func submit(_ event: FanoutEvent, app: AppRuntime) -> Entry {
+        let id = Self.id(key: event.key, serial: event.serial)
+        return lock.withLock {
+            if let existing = entries[id], existing.state == .queued || existing.state == .running { return existing }
+            let entry = Entry(id: id, event: event, app: app, urgent: event.kind == .start)
+            entries[id] = entry
+            order.removeAll { $0 == id }
+            order.append(id)
+            if entry.urgent { urgentWork.append(id) } else { bulkWork.append(id) }
+            forgetOld()
+            lock.broadcast()
+            return entry
+        }
+    }
+
+    func entry(_ id: String) -> Entry? { lock.withLock { entries[id] } }
+
+    /// The newest first.
+    func recent(limit: Int = 50) -> [Entry] {
+        lock.withLock { order.suffix(limit).reversed().compactMap { entries[$0] } }
+    }
+
+    var counts: (queued: Int, running: Int) {
+        lock.withLock {
+            (entries.values.filter { $0.state == .queued }.count, entries.values.filter { $0.state == .running }.count)
+        }
+    }
+
+    /// Stops taking queued events, lets the running ones finish (their checkpoints are in the
+    /// store either way), and ends the workers. Queued events stay recorded: the next start
+    /// resumes them.
+    func stop() {
+        lock.withLock {
+            stopping = true
+            lock.broadcast()
+        }
+        for worker in workers { worker.join() }
+        workers = []
+    }
+
+    private func forgetOld() {
+        while order.count > Self.kept, let index = order.firstIndex(where: { [.done, .stopped, .failed].contains(entries[$0]?.state) }) {
+            entries[order.remove(at: index)] = nil
+        }
+    }
+
+    private func work(urgentOnly: Bool) {
+        while let id = next(urgentOnly: urgentOnly) {
+            guard let entry = entry(id) else { continue }
+            var options = entry.app.fanout
+            options.urgent = entry.urgent
+            let result: FanoutResult?
+            var error: String?
+            do { result = try Fanout.run(entry.event, store: store, options: options) } catch let failure {
+                result = nil
+                error = failure.message
+            }
+            let done = lock.withLock { () -> Entry in
+                var updated = entries[id] ?? entry
+                updated.report = result?.report
+                updated.curve = result?.delivered ?? []
+                updated.error = error
+                updated.state = error != nil ? .failed : (result?.report.stopped != nil ? .stopped : .done)
+                entries[id] = updated
+                return updated
+            }
+            finished(done, result)
+        }
+    }
+
+    /// The next event for a worker, marked running; nil when stopping.
+    private func next(urgentOnly: Bool) -> String? {
+        lock.withLock {
+            while !stopping {
+                if !urgentWork.isEmpty || (!urgentOnly && !bulkWork.isEmpty) {
+                    let id = urgentWork.isEmpty ? bulkWork.removeFirst() : urgentWork.removeFirst()
+                    entries[id]?.state = .running
+                    return id
+                }
+                lock.wait(until: MonotonicInstant.now() + .seconds(60))
+            }
+            return nil
+        }
+    }
+}

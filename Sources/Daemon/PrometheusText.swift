@@ -1,0 +1,70 @@
+/// Writes the Prometheus text exposition format (version 0.0.4): `# HELP`, `# TYPE`, then one
+/// sample per line with its labels. Values are rendered the way Prometheus parses them; label
+/// values are escaped (backslash, double quote, newline).
+public struct PrometheusText {
+    public private(set) var text = ""
+
+    public init() {}
+
+    public enum Kind: String { case counter, gauge, histogram }
+
+    /// Starts a metric family.
+    public mutating func family(_ name: String, _ kind: Kind, help: String) {
+        text += "# HELP \(name) \(Self.escapeHelp(help))\n# TYPE \(name) \(kind.rawValue)\n"
+    }
+
+    public mutating func sample(_ name: String, _ labels: [(String, String)] = [], _ value: Double) {
+        text += name
+        if !labels.isEmpty {
+            text += "{" + labels.map { "\($0.0)=\"\(Self.escapeLabel($0.1))\"" }.joined(separator: ",") + "}"
+        }
+        text += " " + Self.format(value) + "\n"
+    }
+
+    public mutating func sample(_ name: String, _ labels: [(String, String)] = [], _ value: Int) {
+        sample(name, labels, Double(value))
+    }
+
+    /// A histogram from cumulative counts at upper bounds (seconds), plus sum and count.
+    public mutating func histogram(_ name: String, _ labels: [(String, String)] = [], buckets: [(upperBound: Double, cumulative: Int)],
+                                   sum: Double, count: Int) {
+        for bucket in buckets {
+            sample(name + "_bucket", labels + [("le", Self.format(bucket.upperBound))], bucket.cumulative)
+        }
+        sample(name + "_bucket", labels + [("le", "+Inf")], count)
+        sample(name + "_sum", labels, sum)
+        sample(name + "_count", labels, count)
+    }
+
+    static func format(_ value: Double) -> String {
+        if value.isNaN { return "NaN" }
+        if value.isInfinite { return value > 0 ? "+Inf" : "-Inf" }
+        if value == value.rounded() && abs(value) < 1e15 { return String(Int64(value)) }
+        return String(value)
+    }
+
+    static func escapeLabel(_ value: String) -> String {
+        var out = ""
+        for character in value {
+            switch character {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "\n": out += "\\n"
+            default: out.append(character)
+            }
+        }
+        return out
+    }
+
+    static func escapeHelp(_ value: String) -> String {
+        var out = ""
+        for character in value {
+            switch character {
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            default: out.append(character)
+            }
+        }
+        return out
+    }
+}

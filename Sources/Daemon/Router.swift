@@ -1,0 +1,195 @@
+import Fanout
+import HTTPAPI
+import JSONCore
+import TokenStore
+
+/// The daemon's HTTP API: which path does what, who may call it, and the JSON it answers. Runs on
+/// the HTTP thread; everything slow (a fan-out) is handed to the event queue, so a request is
+/// answered in microseconds to milliseconds (a store commit at most).
+///
+/// Routes (versioned under /v1; `openapi.json` in the repository describes them):
+/// - `GET /healthz`, `GET /readyz`, `GET /metrics`: no authentication (bind the API to loopback
+///   or a private network; the default listens on 127.0.0.1 only).
+/// - backends, with `Authorization: Bearer <admin token>`: `POST /v1/events` (202 + its URL),
+///   `GET /v1/events`, `GET /v1/events/{key}/{serial}`, `GET /v1/tokens/stats`.
+final class Router: @unchecked Sendable {
+    // @unchecked: `service` is set once, before the server starts, and only read afterwards.
+    weak var service: Service?
+
+    func answer(_ request: HTTPRequest) -> HTTPAnswer {
+        guard let service else { return .response(.error(status: 503, code: "stopping", message: "the daemon is stopping")) }
+        if request.path.hasPrefix("/v1/"), let limiter = service.rateLimiter, let wait = limiter.admit(Self.host(of: request.clientAddress)) {
+            var response = HTTPResponse.error(status: 429, code: "rate_limited", message: "too many requests from this address; retry after the Retry-After seconds")
+            response.headers.append(("Retry-After", String(max(1, (wait.milliseconds + 999) / 1000))))
+            return .response(response)
+        }
+        switch (request.method, request.path) {
+        case ("GET", "/healthz"):
+            return .response(.json(Array(#"{"status":"ok"}"#.utf8)))
+        case ("GET", "/readyz"):
+            return .response(readiness(service))
+        case ("GET", "/metrics"):
+            var response = HTTPResponse.text(service.metrics.render(service))
+            response.headers = [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")]
+            return .response(response)
+        default:
+            break
+        }
+        guard request.path.hasPrefix("/v1/") else {
+            return .response(.error(status: 404, code: "not_found", message: "no such path: \(request.path)"))
+        }
+        if let refusal = Self.checkAdmin(request, service: service) { return .response(refusal) }
+        switch (request.method, request.path) {
+        case ("POST", "/v1/events"):
+            return .response(submit(request, service: service))
+        case ("GET", "/v1/events"):
+            var writer = JSONWriter()
+            writer.beginObject(); writer.key("events"); writer.beginArray()
+            for entry in service.events.recent() { Self.write(entry, to: &writer) }
+            writer.endArray(); writer.endObject()
+            return .response(.json(writer.bytes))
+        case ("GET", "/v1/tokens/stats"):
+            return .response(tokenStatistics(service))
+        case ("GET", _) where request.path.hasPrefix("/v1/events/"):
+            return .response(eventStatus(String(request.path.dropFirst("/v1/events/".count)), service: service))
+        default:
+            return .response(.error(status: 404, code: "not_found", message: "no such route: \(request.method) \(request.path)"))
+        }
+    }
+
+    /// "127.0.0.1:5000" → "127.0.0.1", "[::1]:5000" → "::1": rate limits are per address, not per port.
+    static func host(of address: String) -> String {
+        if address.hasPrefix("["), let close = address.firstIndex(of: "]") { return String(address[address.index(after: address.startIndex)..<close]) }
+        if let colon = address.lastIndex(of: ":") { return String(address[..<colon]) }
+        return address
+    }
+
+    /// 401 unless the request carries the admin token (compared in constant time).
+    static func checkAdmin(_ request: HTTPRequest, service: Service) -> HTTPResponse? {
+        let expected = service.adminToken.withLock { $0 }
+        guard let header = request.header("authorization"), header.lowercased().hasPrefix("bearer ") else {
+            var response = HTTPResponse.error(status: 401, code: "unauthorized", message: "this route needs Authorization: Bearer <admin token>")
+            response.headers.append(("WWW-Authenticate", "Bearer"))
+            return response
+        }
+        let given = Array(header.utf8.dropFirst(7))
+        var difference = UInt8(given.count == expected.count ? 0 : 1)
+        for index in 0..<expected.count { difference |= expected[index] ^ (index < given.count ? given[index] : 0) }
+        guard difference == 0 else {
+            var response = HTTPResponse.error(status: 401, code: "unauthorized", message: "the admin token is wrong")
+            response.headers.append(("WWW-Authenticate", "Bearer error=\"invalid_token\""))
+            return response
+        }
+        return nil
+    }
+
+    private func submit(_ request: HTTPRequest, service: Service) -> HTTPResponse {
+        switch service.submit(request.body) {
+        case let .refused(status, code, message):
+            return .error(status: status, code: code, message: message)
+        case let .alreadySent(report):
+            var writer = JSONWriter()
+            writer.beginObject()
+            writer.key("id"); writer.string(EventQueue.id(key: report.eventKey, serial: report.serial))
+            writer.key("state"); writer.string("done")
+            writer.key("alreadySent"); writer.bool(true)
+            writer.key("report"); writer.raw(report.json)
+            writer.endObject()
+            return .json(writer.bytes)
+        case let .accepted(entry):
+            var writer = JSONWriter()
+            writer.beginObject()
+            writer.key("id"); writer.string(entry.id)
+            writer.key("url"); writer.string("/v1/events/" + entry.id)
+            writer.key("state"); writer.string(entry.state.rawValue)
+            writer.endObject()
+            var response = HTTPResponse.json(status: 202, writer.bytes)
+            response.headers.append(("Location", "/v1/events/" + entry.id))
+            return response
+        }
+    }
+
+    /// `{key}/{serial}`: the queue's view while it is known there, else the store's record.
+    private func eventStatus(_ id: String, service: Service) -> HTTPResponse {
+        if let entry = service.events.entry(id) {
+            var writer = JSONWriter()
+            Self.write(entry, to: &writer)
+            return .json(writer.bytes)
+        }
+        guard let slash = id.lastIndex(of: "/"), let serial = UInt32(id[id.index(after: slash)...]) else {
+            return .error(status: 404, code: "not_found", message: "an event URL is /v1/events/{key}/{serial}")
+        }
+        let key = String(id[..<slash])
+        guard let record = try? service.store.eventRecords(eventKey: key).serials.first(where: { $0.serial == serial }) else {
+            return .error(status: 404, code: "not_found", message: "no event '\(key)' serial \(serial)")
+        }
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("id"); writer.string(id)
+        writer.key("state"); writer.string(record.phase == .done ? "done" : record.phase == .stopped ? "stopped" : "queued")
+        writer.key("report"); if record.report.isEmpty { writer.null() } else { writer.raw(record.report) }
+        writer.endObject()
+        return .json(writer.bytes)
+    }
+
+    static func write(_ entry: EventQueue.Entry, to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("id"); writer.string(entry.id)
+        writer.key("key"); writer.string(entry.event.key)
+        writer.key("serial"); writer.int(entry.event.serial)
+        writer.key("kind"); writer.string(entry.event.kind.rawValue)
+        writer.key("app"); writer.string(entry.app.name)
+        writer.key("urgent"); writer.bool(entry.urgent)
+        writer.key("state"); writer.string(entry.state.rawValue)
+        writer.key("report"); if let report = entry.report { writer.raw(report.json) } else { writer.null() }
+        writer.key("error"); if let error = entry.error { writer.string(error) } else { writer.null() }
+        writer.endObject()
+    }
+
+    private func readiness(_ service: Service) -> HTTPResponse {
+        let clock = ClockStatus.current()
+        var ready = true
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("apps"); writer.beginArray()
+        for runtime in service.apps.withLock({ $0 }) {
+            let up = runtime.pool.connectionsUp
+            let halted = runtime.pool.haltMessage
+            if up == 0 || halted != nil { ready = false }
+            writer.beginObject()
+            writer.key("app"); writer.string(runtime.name)
+            writer.key("connectionsUp"); writer.int(up)
+            writer.key("halted"); if let halted { writer.string(halted) } else { writer.null() }
+            writer.endObject()
+        }
+        writer.endArray()
+        writer.key("clockSynchronised"); writer.bool(clock.synchronised)
+        writer.key("ready"); writer.bool(ready)
+        writer.endObject()
+        return .json(status: ready ? 200 : 503, writer.bytes)
+    }
+
+    private func tokenStatistics(_ service: Service) -> HTTPResponse {
+        guard let statistics = try? service.store.statistics() else {
+            return .error(status: 503, code: "store_unavailable", message: "the token store could not be read")
+        }
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("installations"); writer.int(statistics.installations)
+        writer.key("tokens"); writer.beginArray()
+        for count in statistics.tokens {
+            writer.beginObject()
+            writer.key("app"); writer.string(count.app)
+            writer.key("environment"); writer.string(count.environment.rawValue)
+            writer.key("kind"); writer.string(count.kind.name)
+            writer.key("count"); writer.int(count.count)
+            writer.endObject()
+        }
+        writer.endArray()
+        writer.key("activities"); writer.int(statistics.activities)
+        writer.key("channels"); writer.int(statistics.channels)
+        writer.key("events"); writer.int(statistics.events)
+        writer.endObject()
+        return .json(writer.bytes)
+    }
+}

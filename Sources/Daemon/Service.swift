@@ -1,0 +1,162 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import APNs
+import Crypto
+import Fanout
+import HTTPAPI
+import IO
+import JSONCore
+import Sender
+import Synchronization
+import TokenStore
+
+/// `sokuho serve` at run time: the token store, one warm pool per configured app, the event queue,
+/// and the HTTP API on its own thread. The API's routes are in `Router`; what it counts is in
+/// `ServiceMetrics`.
+public final class Service: Sendable {
+    let store: TokenStore
+    let apps: Mutex<[AppRuntime]>
+    let events: EventQueue
+    let metrics = ServiceMetrics()
+    let adminToken: Mutex<[UInt8]>
+    let rateLimiter: RateLimiter?
+    let configuration: ServeConfiguration
+    private let server: Mutex<HTTPServer?> = Mutex(nil)
+    /// The bound API ports, in the order of `configuration.listen` (port 0 becomes the picked one).
+    public let ports: [Int]
+
+    /// Opens the store, starts the warm pools, re-queues what a previous run accepted but did not
+    /// finish, and binds the API (nothing is served until `start`).
+    public init(configuration: ServeConfiguration) throws(ServiceError) {
+        self.configuration = configuration
+        do { store = try TokenStore(directory: configuration.storePath) } catch {
+            throw ServiceError("storePath \(configuration.storePath): \(error.description)")
+        }
+        adminToken = Mutex(try Self.readAdminToken(configuration.adminTokenFile))
+        rateLimiter = configuration.rateLimit.map { RateLimiter(perSecond: Double($0.perSecond), burst: $0.burst) }
+        let router = Router()
+        var limits = HTTPLimits()
+        limits.maximumBodyBytes = configuration.maxBodyBytes
+        let server: HTTPServer
+        do {
+            server = try HTTPServer(listen: configuration.listen.map { ($0.host, $0.port) }, limits: limits) { [router] request in
+                router.answer(request)
+            }
+        } catch {
+            store.close()
+            throw ServiceError("listen: \(error)")
+        }
+        // The listeners are bound before any pool connects: a daemon that cannot serve its API
+        // opens no connection to APNs.
+        var runtimes: [AppRuntime] = []
+        do {
+            for app in configuration.apps { runtimes.append(try AppRuntime(app: app, configuration: configuration)) }
+        } catch {
+            for runtime in runtimes { runtime.shutdown() }
+            server.stop()
+            store.close()
+            throw error
+        }
+        apps = Mutex(runtimes)
+        let metrics = self.metrics
+        events = EventQueue(store: store) { entry, result in metrics.eventFinished(entry, result) }
+        ports = server.ports
+        self.server.withLock { $0 = server }
+        router.service = self
+        try resumeAcceptedEvents()
+    }
+
+    /// Starts answering the API.
+    public func start() { server.withLock { $0?.start() } }
+
+    /// SIGTERM: stops the API, lets running events finish (their checkpoints are stored either
+    /// way; queued ones are resumed by the next start), closes the pools and the store.
+    public func stop() {
+        let server = self.server.withLock { server -> HTTPServer? in defer { server = nil }; return server }
+        server?.stop()
+        events.stop()
+        for runtime in apps.withLock({ $0 }) { runtime.shutdown() }
+        store.close()
+    }
+
+    /// The admin bearer token: the file's content without surrounding white space.
+    static func readAdminToken(_ path: String) throws(ServiceError) -> [UInt8] {
+        guard let file = fopen(path, "r") else {
+            throw ServiceError("adminTokenFile \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { fclose(file) }
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        let count = fread(&bytes, 1, bytes.count, file)
+        let token = Array(bytes[..<count].drop { $0 <= 0x20 }.reversed().drop { $0 <= 0x20 }.reversed())
+        guard token.count >= 16 else {
+            throw ServiceError("adminTokenFile \(path): the token is \(token.count) characters; use at least 16 random ones (e.g. openssl rand -hex 32)")
+        }
+        return token
+    }
+
+    /// SIGHUP: re-reads the admin token (keys and apps need a restart in this build; the message says so).
+    public func reloadAdminToken() throws(ServiceError) {
+        let token = try Self.readAdminToken(configuration.adminTokenFile)
+        adminToken.withLock { $0 = token }
+    }
+
+    /// The runtime of an event's app, if this daemon serves it.
+    func app(_ bundle: BundleID, _ environment: Environment) -> AppRuntime? {
+        apps.withLock { $0.first { $0.app.bundleID == bundle && $0.app.environment == environment } }
+    }
+
+    /// Events accepted by an earlier run but not finished (a crash, a restart): queued again, so
+    /// a 202 is never lost. Their deadline still runs from when they were accepted.
+    private func resumeAcceptedEvents() throws(ServiceError) {
+        let pending: [EventSerialRecord]
+        do { pending = try store.eventSerials(in: .sending) } catch { throw ServiceError("storePath: \(error.description)") }
+        for record in pending {
+            guard let event = try? FanoutEvent(json: record.body), let runtime = app(event.app, event.environment) else { continue }
+            _ = events.submit(event, app: runtime)
+        }
+    }
+
+    // MARK: Events
+
+    /// What submitting an event came to.
+    enum Submission {
+        case accepted(EventQueue.Entry)
+        case alreadySent(FanoutReport)
+        case refused(status: Int, code: String, message: String)
+    }
+
+    /// Validates, checks key and serial against what was sent, records and queues an event.
+    func submit(_ body: [UInt8]) -> Submission {
+        let event: FanoutEvent
+        do { event = try FanoutEvent(json: body) } catch {
+            return .refused(status: 400, code: "invalid_event", message: error.description)
+        }
+        guard let runtime = app(event.app, event.environment) else {
+            return .refused(status: 422, code: "unknown_app",
+                            message: "app: \(event.app.text) in \(event.environment.rawValue) is not configured on this daemon")
+        }
+        let hash = SHA256.hash(event.canonicalJSON)
+        do {
+            let records = try store.eventRecords(eventKey: event.key)
+            if let newer = records.serials.last(where: { $0.serial > event.serial }) {
+                return .refused(status: 409, code: "serial_superseded",
+                                message: "serial: \(event.serial) is older than serial \(newer.serial) of '\(event.key)', already accepted; send a higher serial")
+            }
+            if let same = records.serials.first(where: { $0.serial == event.serial }) {
+                guard same.bodyHash == hash else {
+                    return .refused(status: 409, code: "serial_conflict",
+                                    message: "serial: \(event.serial) of '\(event.key)' was already accepted with a different body; give new content a higher serial")
+                }
+                if same.phase == .done, let report = FanoutReport(json: same.report) { return .alreadySent(report) }
+            } else {
+                let now = TokenLineParser.realtimeMilliseconds()
+                try store.write([.putEventSerial(EventSerialRecord(eventKey: event.key, serial: event.serial, bodyHash: hash, phase: .sending,
+                                                                   startedAt: now, updatedAt: now, body: event.canonicalJSON))])
+            }
+        } catch {
+            return .refused(status: 503, code: "store_unavailable", message: error.description)
+        }
+        return .accepted(events.submit(event, app: runtime))
+    }
+}

@@ -1,0 +1,114 @@
+import Fanout
+import IO
+import Sender
+import Synchronization
+import TokenStore
+
+/// What `/metrics` counts. Per-push numbers come from the events' reports when each event ends
+/// (nothing is counted per push on the hot path); gauges (connections, queue, tokens, clock) are
+/// read when scraped. Token counts scan the store's keys, so they are cached for a minute.
+final class ServiceMetrics: Sendable {
+    private struct Totals {
+        /// (app, event kind, outcome) → pushes.
+        var pushes: [Key: Int] = [:]
+        /// (app, reason) → tokens APNs called dead.
+        var pruned: [Key: Int] = [:]
+        var latency: [String: LatencyHistogram] = [:]
+        var eventSeconds: [Double] = Array(repeating: 0, count: ServiceMetrics.eventBuckets.count)
+        var eventCount = 0
+        var eventSum = 0.0
+        var eventsByState: [String: Int] = [:]
+    }
+
+    struct Key: Hashable {
+        var app: String
+        var kind: String
+        var label: String
+    }
+
+    private let totals = Mutex(Totals())
+    private let tokenCache = Mutex<(at: MonotonicInstant, statistics: StoreStatistics)?>(nil)
+    static let eventBuckets: [Double] = [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300]
+    static let latencyBucketsMs: [Double] = [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000]
+
+    func eventFinished(_ entry: EventQueue.Entry, _ result: FanoutResult?) {
+        totals.withLock { totals in
+            totals.eventsByState[entry.state.rawValue, default: 0] += 1
+            guard let result else { return }
+            let report = result.report
+            let app = entry.app.name, kind = entry.event.kind.rawValue
+            var outcomes: [(String, Int)] = [("delivered", report.delivered), ("unknown", report.unknown), ("expired", report.expired)]
+            outcomes += report.failed.map { ("failed:" + $0.key, $0.value) }
+            outcomes += report.pruned.map { ("pruned", $0.value) }
+            for (outcome, count) in outcomes where count > 0 { totals.pushes[Key(app: app, kind: kind, label: outcome), default: 0] += count }
+            for (reason, count) in report.pruned { totals.pruned[Key(app: app, kind: "", label: reason), default: 0] += count }
+            totals.latency[app, default: LatencyHistogram()].merge(result.latency)
+            totals.eventCount += 1
+            totals.eventSum += report.seconds
+            for (index, bound) in Self.eventBuckets.enumerated() where report.seconds <= bound { totals.eventSeconds[index] += 1 }
+        }
+    }
+
+    func render(_ service: Service) -> String {
+        var text = PrometheusText()
+        let snapshot = totals.withLock { $0 }
+        text.family("sokuho_pushes_total", .counter, help: "Pushes that reached their final outcome, by app, event kind and outcome (failed:<reason>).")
+        for (key, count) in snapshot.pushes.sorted(by: { "\($0.key)" < "\($1.key)" }) {
+            let parts = key.label.split(separator: ":", maxSplits: 1).map(String.init)
+            var labels = [("app", key.app), ("kind", key.kind), ("outcome", parts[0])]
+            if parts.count > 1 { labels.append(("reason", parts[1])) }
+            text.sample("sokuho_pushes_total", labels, count)
+        }
+        text.family("sokuho_pruned_tokens_total", .counter, help: "Answers saying a token is dead, by app and APNs reason.")
+        for (key, count) in snapshot.pruned.sorted(by: { "\($0.key)" < "\($1.key)" }) {
+            text.sample("sokuho_pruned_tokens_total", [("app", key.app), ("reason", key.label)], count)
+        }
+        text.family("sokuho_push_latency_seconds", .histogram, help: "From a push's first submission to its final answer.")
+        for (app, histogram) in snapshot.latency.sorted(by: { $0.key < $1.key }) {
+            let buckets = Self.latencyBucketsMs.map { (upperBound: $0 / 1000, cumulative: histogram.count(atMost: $0)) }
+            text.histogram("sokuho_push_latency_seconds", [("app", app)], buckets: buckets,
+                           sum: Double(histogram.sumNanoseconds) / 1e9, count: histogram.total)
+        }
+        text.family("sokuho_event_duration_seconds", .histogram, help: "How long each event's fan-out took.")
+        text.histogram("sokuho_event_duration_seconds", buckets: zip(Self.eventBuckets, snapshot.eventSeconds).map { ($0, Int($1)) },
+                       sum: snapshot.eventSum, count: snapshot.eventCount)
+        text.family("sokuho_events_finished_total", .counter, help: "Events that ended, by state (done, stopped, failed).")
+        for (state, count) in snapshot.eventsByState.sorted(by: { $0.key < $1.key }) { text.sample("sokuho_events_finished_total", [("state", state)], count) }
+        let (queued, running) = service.events.counts
+        text.family("sokuho_events", .gauge, help: "Events accepted and not finished, by state.")
+        text.sample("sokuho_events", [("state", "queued")], queued)
+        text.sample("sokuho_events", [("state", "running")], running)
+
+        let runtimes = service.apps.withLock { $0 }
+        text.family("sokuho_connections_up", .gauge, help: "Connections of an app's warm pool that are connecting or open.")
+        for runtime in runtimes { text.sample("sokuho_connections_up", [("app", runtime.name)], runtime.pool.connectionsUp) }
+        text.family("sokuho_pushes_in_flight", .gauge, help: "Pushes handed to an app's pool and not yet answered (queued or on a stream).")
+        for runtime in runtimes {
+            text.sample("sokuho_pushes_in_flight", [("app", runtime.name)], max(0, runtime.pool.submittedCount - runtime.pool.finishedCount))
+        }
+        text.family("sokuho_provider_tokens_minted_total", .counter, help: "Provider-token (JWT) generations signed, by app.")
+        for runtime in runtimes { text.sample("sokuho_provider_tokens_minted_total", [("app", runtime.name)], runtime.tokens.generationsMinted) }
+        text.family("sokuho_pool_halted", .gauge, help: "1 when an app's pool stopped sending (credentials refused, server unreachable).")
+        for runtime in runtimes { text.sample("sokuho_pool_halted", [("app", runtime.name)], runtime.pool.haltMessage == nil ? 0 : 1) }
+
+        if let statistics = tokenStatistics(service) {
+            text.family("sokuho_tokens", .gauge, help: "Registered tokens by app, environment and kind.")
+            for count in statistics.tokens {
+                text.sample("sokuho_tokens", [("app", count.app), ("environment", count.environment.rawValue), ("kind", count.kind.name)], count.count)
+            }
+            text.family("sokuho_installations", .gauge, help: "Registered installations.")
+            text.sample("sokuho_installations", [], statistics.installations)
+        }
+        text.family("sokuho_clock_synchronised", .gauge, help: "1 when the kernel says the system clock is synchronised (provider tokens depend on it).")
+        text.sample("sokuho_clock_synchronised", [], ClockStatus.current().synchronised ? 1 : 0)
+        return text.text
+    }
+
+    private func tokenStatistics(_ service: Service) -> StoreStatistics? {
+        let now = MonotonicInstant.now()
+        if let cached = tokenCache.withLock({ $0 }), now - cached.at < .seconds(60) { return cached.statistics }
+        guard let statistics = try? service.store.statistics() else { return nil }
+        tokenCache.withLock { $0 = (now, statistics) }
+        return statistics
+    }
+}
