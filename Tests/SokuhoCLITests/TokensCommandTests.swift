@@ -172,13 +172,9 @@ import Testing
         _ = fixture.run(["tokens", "import", fixture.file("in.jsonl", Self.line("a", token: Self.token(1))), "--store", fixture.store])
         let destination = fixture.directory + "/readonly"
         CLIFixture.shell("chmod 755 '\(fixture.directory)' && mkdir '\(destination)' && chmod 555 '\(destination)' && chmod -R a+rwX '\(fixture.store)'")
-        // As in aReadOnlyDirectoryIsPermissionDenied: root ignores permissions, nobody does not.
-        let asUser = getuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : ""
-        let binary = fixture.directory + "/sokuho"
-        CLIFixture.shell("cp '\(CLIFixture.binary)' '\(binary)' && chmod 755 '\(binary)'")
-        let status = CLIFixture.shell("\(asUser)'\(binary)' store backup '\(destination)' --store '\(fixture.store)' 2>'\(fixture.directory)/err'")
+        let (status, err) = Self.runWithoutRoot(fixture, "store backup '\(destination)' --store '\(fixture.store)'")
         #expect(status == ExitCode.noPermission.rawValue)
-        #expect(CLIFixture.readFile(fixture.directory + "/err").contains("permission denied for the token store at \(destination)"))
+        #expect(err.contains("permission denied for the token store at \(destination)"))
         CLIFixture.shell("chmod 755 '\(destination)'")
     }
 
@@ -199,15 +195,21 @@ import Testing
         CLIFixture.shell("chmod 755 '\(fixture.directory)' && mkdir '\(store)' && chmod 555 '\(store)'")
         let input = fixture.file("in.jsonl", Self.line("a", token: Self.token(1)))
         CLIFixture.shell("chmod 644 '\(input)'")
-        // root ignores permissions: run the binary as nobody then, from a copy nobody can reach
-        // wherever the checkout lives.
+        let (status, err) = Self.runWithoutRoot(fixture, "tokens import '\(input)' --store '\(store)'")
+        #expect(status == ExitCode.noPermission.rawValue)
+        #expect(err.contains("permission denied for the token store at \(store)"))
+        CLIFixture.shell("chmod 755 '\(store)'")
+    }
+
+    /// Runs sokuho with `arguments` (shell-quoted) as a user permissions apply to: root ignores
+    /// them, so as nobody then, from a copy nobody can reach wherever the checkout lives.
+    /// Returns the exit status and stderr.
+    static func runWithoutRoot(_ fixture: CLIFixture, _ arguments: String) -> (Int32, String) {
         let asUser = getuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : ""
         let binary = fixture.directory + "/sokuho"
         CLIFixture.shell("cp '\(CLIFixture.binary)' '\(binary)' && chmod 755 '\(binary)'")
-        let status = CLIFixture.shell("\(asUser)'\(binary)' tokens import '\(input)' --store '\(store)' 2>'\(fixture.directory)/err'")
-        #expect(status == ExitCode.noPermission.rawValue)
-        #expect(CLIFixture.readFile(fixture.directory + "/err").contains("permission denied for the token store at \(store)"))
-        CLIFixture.shell("chmod 755 '\(store)'")
+        let status = CLIFixture.shell("\(asUser)'\(binary)' \(arguments) 2>'\(fixture.directory)/err'")
+        return (status, CLIFixture.readFile(fixture.directory + "/err"))
     }
 
     @Test func aKilledImportLeavesAConsistentCommittedPrefix() throws {
