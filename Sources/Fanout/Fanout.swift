@@ -78,8 +78,9 @@ public enum Fanout {
             firstStartedAt = same.startedAt
         }
         // Recorded before anything is sent: a crash from here on is resumed, never repeated blind.
+        // A run that started records a report (empty so far), so a resumed run counts it in `runs`.
         let record = EventSerialRecord(eventKey: event.key, serial: event.serial, bodyHash: bodyHash, phase: .sending,
-                                       startedAt: firstStartedAt, updatedAt: startedAt, report: earlier?.json ?? [], body: event.canonicalJSON)
+                                       startedAt: firstStartedAt, updatedAt: startedAt, report: (earlier ?? FanoutReport()).json, body: event.canonicalJSON)
         try storeCall { () throws(StoreError) in _ = try store.write([.putEventSerial(record)], durable: false) }
 
         // The event's clock: its deadline and expiration run from its first run, not this one.

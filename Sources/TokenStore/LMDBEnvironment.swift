@@ -15,7 +15,10 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// Named databases this environment may open (ours plus room for later schemas).
     static let maximumDatabases: UInt32 = 16
 
-    init(directory: String, mapSize: Int, readOnly: Bool) throws(StoreError) {
+    /// `exclusive`: a new environment that only this process writes and nobody reads until it is
+    /// finished (a backup being written): no `lock.mdb` (`MDB_NOLOCK`), so the directory ends up
+    /// holding `data.mdb` alone.
+    init(directory: String, mapSize: Int, readOnly: Bool, exclusive: Bool = false) throws(StoreError) {
         var env: OpaquePointer?
         try LMDB.check(mdb_env_create(&env), "mdb_env_create", at: directory)
         guard let env else { throw StoreError.from(ENOMEM, path: directory) }
@@ -24,7 +27,7 @@ final class LMDBEnvironment: @unchecked Sendable {
             try LMDB.check(mdb_env_set_mapsize(env, mapSize), "mdb_env_set_mapsize", at: directory)
             // MDB_NOTLS: read transactions are not tied to threads, so a reader may hop threads and
             // one thread may hold several. Readers and the writer thread share the environment.
-            let flags = UInt32(MDB_NOTLS) | (readOnly ? UInt32(MDB_RDONLY) : 0)
+            let flags = UInt32(MDB_NOTLS) | (readOnly ? UInt32(MDB_RDONLY) : 0) | (exclusive ? UInt32(MDB_NOLOCK) : 0)
             try LMDB.check(mdb_env_open(env, directory, flags, 0o640), "mdb_env_open", at: directory)
         } catch {
             mdb_env_close(env)
@@ -84,8 +87,8 @@ final class LMDBEnvironment: @unchecked Sendable {
         return LMDBTransaction(adopting: txn!, in: self, readOnly: readOnly)
     }
 
-    /// A compacting, consistent copy of the environment into the directory `destination`.
-    func copy(to destination: String) throws(StoreError) {
-        try LMDB.check(mdb_env_copy2(handle, destination, UInt32(MDB_CP_COMPACT)), "mdb_env_copy2", at: destination)
+    /// Flushes every commit to the disk, including those made with `sync: false`.
+    func sync() throws(StoreError) {
+        try LMDB.check(mdb_env_sync(handle, 1), "mdb_env_sync", at: path)
     }
 }

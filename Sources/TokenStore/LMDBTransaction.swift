@@ -106,10 +106,13 @@ struct LMDBTransaction: ~Copyable {
     }
 
     /// The number of entries of a database.
-    func count(_ dbi: MDB_dbi) throws(StoreError) -> Int {
+    func count(_ dbi: MDB_dbi) throws(StoreError) -> Int { try statistics(dbi).ms_entries }
+
+    /// LMDB's figures for a database: entries, depth, branch, leaf and overflow pages.
+    func statistics(_ dbi: MDB_dbi) throws(StoreError) -> MDB_stat {
         var stat = MDB_stat()
         try LMDB.check(mdb_stat(handle, dbi, &stat), "mdb_stat", at: path)
-        return stat.ms_entries
+        return stat
     }
 
     /// Runs `body` with a cursor on `dbi`, closed when `body` returns: a cursor cannot outlive
@@ -155,6 +158,15 @@ struct LMDBCursor: ~Copyable {
             }
         }
         return found ? (keyValue.bytes, dataValue.bytes) : nil
+    }
+
+    /// Stores `value` under `key` through this cursor of a write transaction. The bytes may point
+    /// into another environment's map: a backup writes straight from the store it reads.
+    /// `flags`: MDB_APPEND, MDB_APPENDDUP (which fail with MDB_KEYEXIST out of order).
+    func put(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, flags: Int32) throws(StoreError) {
+        var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+        try LMDB.check(mdb_cursor_put(handle, &k, &v, UInt32(flags)), "mdb_cursor_put", at: path)
     }
 
     /// The number of duplicates of the current key (DUPSORT).

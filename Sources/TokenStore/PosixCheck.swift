@@ -7,8 +7,9 @@ import Glibc
 ///     grep -nE '(pthread_[a-z_]+|[^._a-z]flock|[^._a-z]close|clock_gettime|usleep)\(' Sources/TokenStore/*.swift \
 ///         | grep -vE 'Posix\.|_t\(\)|func close|^Sources/TokenStore/PosixCheck'
 ///
-/// prints nothing. (`open`, `access`, `mkdir` and `stat`, whose results are a descriptor or a
-/// yes/no the callers branch on, are checked where they are called.)
+/// prints nothing. (`open`, `access`, `mkdir`, `stat` and `statvfs`, whose results are a descriptor
+/// or a yes/no the callers branch on, are checked where they are called; a failed backup's
+/// `unlink` is best effort.)
 enum Posix {
     /// pthread functions return the error number itself. A mutex, condition variable or rwlock
     /// that fails to initialise, lock, unlock or be destroyed is a broken process (no memory, a

@@ -11,6 +11,9 @@ struct StoreDatabases: Sendable {
     let events: MDB_dbi
     /// event key → activity ids (DUPSORT): the activities an update or end goes to.
     let activityEvents: MDB_dbi
+
+    /// The handles in the order of `StoreSchema.databases`.
+    var inSchemaOrder: [MDB_dbi] { [meta, installations, tokens, topics, activities, channels, events, activityEvents] }
 }
 
 /// The store's schema: which databases exist, with which flags, and the migrations that bring an

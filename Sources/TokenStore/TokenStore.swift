@@ -150,26 +150,21 @@ public final class TokenStore: @unchecked Sendable {
 
     public static var currentSchemaVersion: UInt32 { StoreSchema.currentVersion }
 
-    /// A compacted, consistent copy of the live store in `destination` (created if missing;
-    /// must not hold a store already). Safe while writers run.
-    public func backup(to destination: String) throws(StoreError) {
-        try TokenStore.makeDirectory(destination)
-        guard access(destination + "/data.mdb", F_OK) != 0 else {
-            throw StoreError.cannotCreate(path: destination + "/data.mdb", reason: "it already exists; choose an empty directory")
-        }
-        try mapGuard.shared { () throws(StoreError) in try environment.copy(to: destination) }
-    }
-
     /// `mkdir -p`, with errors phrased for the store.
     static func makeDirectory(_ path: String) throws(StoreError) {
         var partial = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
             partial += "/" + component
-            if mkdir(partial, 0o750) != 0 && errno != EEXIST {
-                let code = errno
-                if code == EACCES || code == EPERM || code == EROFS { throw StoreError.permissionDenied(path: partial) }
-                throw StoreError.cannotCreate(path: partial, reason: String(cString: strerror(code)))
-            }
+            if mkdir(partial, 0o750) != 0 && errno != EEXIST { throw creationError(errno, path: partial) }
+        }
+    }
+
+    /// The error for `errno` `code` from creating the file or directory `path`.
+    static func creationError(_ code: Int32, path: String) -> StoreError {
+        switch code {
+        case EACCES, EPERM, EROFS: return .permissionDenied(path: path)
+        case ENOSPC, EDQUOT: return .diskFull(path: path)
+        default: return .cannotCreate(path: path, reason: String(cString: strerror(code)))
         }
     }
 }

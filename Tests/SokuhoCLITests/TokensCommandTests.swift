@@ -154,12 +154,28 @@ import Testing
         let (code, out, _) = fixture.run(["store", "check", "--store", fixture.store])
         #expect(code == .success)
         #expect(out == "ok: schema 5 (current 5), 1 installations, 1 tokens, 1 topic entries\n")
+        let more = (2..<60).map { Self.line("id-\($0)", token: Self.token($0), kind: $0 % 3 == 0 ? "device" : "pushToStart",
+                                            topic: "region:30\($0 % 4)", level: $0 % 8) }
+        _ = fixture.run(["tokens", "import", fixture.file("more.jsonl", more.joined(separator: "\n")), "--store", fixture.store])
         let backup = fixture.directory + "/backup"
         #expect(fixture.run(["store", "backup", backup, "--store", fixture.store]).0 == .success)
-        #expect(fixture.run(["store", "check", "--json", "--store", backup]).1.hasPrefix(#"{"ok":true,"schemaVersion":5,"installations":1"#))
+        #expect(fixture.run(["store", "check", "--json", "--store", backup]).1.hasPrefix(#"{"ok":true,"schemaVersion":5,"installations":59"#))
+        let export = fixture.run(["tokens", "export", "--store", fixture.store]).1
+        #expect(fixture.run(["tokens", "export", "--store", backup]).1 == export && export.split(separator: "\n").count == 59)
         let (again, _, err) = fixture.run(["store", "backup", backup, "--store", fixture.store])
         #expect(again == .cantCreate)
         #expect(err.contains("already exists"))
+    }
+
+    @Test func aBackupIntoADirectoryItCannotWriteIsPermissionDenied() {
+        let fixture = CLIFixture()
+        _ = fixture.run(["tokens", "import", fixture.file("in.jsonl", Self.line("a", token: Self.token(1))), "--store", fixture.store])
+        let destination = fixture.directory + "/readonly"
+        CLIFixture.shell("chmod 755 '\(fixture.directory)' && mkdir '\(destination)' && chmod 555 '\(destination)' && chmod -R a+rwX '\(fixture.store)'")
+        let (status, err) = Self.runWithoutRoot(fixture, "store backup '\(destination)' --store '\(fixture.store)'")
+        #expect(status == ExitCode.noPermission.rawValue)
+        #expect(err.contains("permission denied for the token store at \(destination)"))
+        CLIFixture.shell("chmod 755 '\(destination)'")
     }
 
     @Test func errorsMapToExitCodes() {
@@ -179,15 +195,21 @@ import Testing
         CLIFixture.shell("chmod 755 '\(fixture.directory)' && mkdir '\(store)' && chmod 555 '\(store)'")
         let input = fixture.file("in.jsonl", Self.line("a", token: Self.token(1)))
         CLIFixture.shell("chmod 644 '\(input)'")
-        // root ignores permissions: run the binary as nobody then, from a copy nobody can reach
-        // wherever the checkout lives.
+        let (status, err) = Self.runWithoutRoot(fixture, "tokens import '\(input)' --store '\(store)'")
+        #expect(status == ExitCode.noPermission.rawValue)
+        #expect(err.contains("permission denied for the token store at \(store)"))
+        CLIFixture.shell("chmod 755 '\(store)'")
+    }
+
+    /// Runs sokuho with `arguments` (shell-quoted) as a user permissions apply to: root ignores
+    /// them, so as nobody then, from a copy nobody can reach wherever the checkout lives.
+    /// Returns the exit status and stderr.
+    static func runWithoutRoot(_ fixture: CLIFixture, _ arguments: String) -> (Int32, String) {
         let asUser = getuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : ""
         let binary = fixture.directory + "/sokuho"
         CLIFixture.shell("cp '\(CLIFixture.binary)' '\(binary)' && chmod 755 '\(binary)'")
-        let status = CLIFixture.shell("\(asUser)'\(binary)' tokens import '\(input)' --store '\(store)' 2>'\(fixture.directory)/err'")
-        #expect(status == ExitCode.noPermission.rawValue)
-        #expect(CLIFixture.readFile(fixture.directory + "/err").contains("permission denied for the token store at \(store)"))
-        CLIFixture.shell("chmod 755 '\(store)'")
+        let status = CLIFixture.shell("\(asUser)'\(binary)' \(arguments) 2>'\(fixture.directory)/err'")
+        return (status, CLIFixture.readFile(fixture.directory + "/err"))
     }
 
     @Test func aKilledImportLeavesAConsistentCommittedPrefix() throws {
