@@ -173,23 +173,6 @@ final class Router: @unchecked Sendable {
         guard let statistics = try? service.store.statistics() else {
             return .error(status: 503, code: "store_unavailable", message: "the token store could not be read")
         }
-        var writer = JSONWriter()
-        writer.beginObject()
-        writer.key("installations"); writer.int(statistics.installations)
-        writer.key("tokens"); writer.beginArray()
-        for count in statistics.tokens {
-            writer.beginObject()
-            writer.key("app"); writer.string(count.app)
-            writer.key("environment"); writer.string(count.environment.rawValue)
-            writer.key("kind"); writer.string(count.kind.name)
-            writer.key("count"); writer.int(count.count)
-            writer.endObject()
-        }
-        writer.endArray()
-        writer.key("activities"); writer.int(statistics.activities)
-        writer.key("channels"); writer.int(statistics.channels)
-        writer.key("events"); writer.int(statistics.events)
-        writer.endObject()
-        return .json(writer.bytes)
+        return .json(statistics.json(store: nil))
     }
 }

@@ -22,42 +22,7 @@ enum TokensStatsCommand {
         })
 
     static func json(_ stats: StoreStatistics, directory: String) -> String {
-        var writer = JSONWriter()
-        writer.beginObject()
-        writer.key("store"); writer.string(directory)
-        writer.key("schemaVersion"); writer.int(stats.schemaVersion)
-        writer.key("fileBytes"); writer.int(stats.fileBytes)
-        writer.key("usedBytes"); writer.int(stats.usedBytes)
-        writer.key("mapBytes"); writer.int(stats.mapBytes)
-        writer.key("installations"); writer.int(stats.installations)
-        writer.key("totalTokens"); writer.int(stats.totalTokens)
-        writer.key("activities"); writer.int(stats.activities)
-        writer.key("channels"); writer.int(stats.channels)
-        writer.key("events"); writer.int(stats.events)
-        writer.key("tokens")
-        writer.beginArray()
-        for count in stats.tokens {
-            writer.beginObject()
-            writer.key("app"); writer.string(count.app)
-            writer.key("environment"); writer.string(count.environment.name)
-            writer.key("kind"); writer.string(count.kind.name)
-            writer.key("count"); writer.int(count.count)
-            writer.endObject()
-        }
-        writer.endArray()
-        writer.key("topics")
-        writer.beginArray()
-        for count in stats.topics {
-            writer.beginObject()
-            writer.key("app"); writer.string(count.app)
-            writer.key("environment"); writer.string(count.environment.name)
-            writer.key("topic"); writer.string(count.topic)
-            writer.key("count"); writer.int(count.count)
-            writer.endObject()
-        }
-        writer.endArray()
-        writer.endObject()
-        return writer.string
+        String(decoding: stats.json(store: directory), as: UTF8.self)
     }
 
     static func print(_ stats: StoreStatistics, directory: String, console: Console) {
