@@ -75,7 +75,9 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         self.sink = sink
         self.pool = pool
         queue = JobQueue(capacity: configuration.queueCapacity)
-        urgentQueue = JobQueue(capacity: configuration.queueCapacity)
+        // Urgent jobs are the exception: a quarter of the ring is plenty (producers wait when it is
+        // full, as for the bulk queue), and every pool pays for it in memory.
+        urgentQueue = JobQueue(capacity: max(1024, configuration.queueCapacity / 4))
         ready = JobRing(capacity: configuration.queueCapacity)
         delayed = DelayedJobs(capacity: max(1, connections) * max(1, configuration.streamsPerConnection))
         pathBuffer = .allocate(capacity: pathCapacity)
