@@ -59,12 +59,20 @@ public final class Service: Sendable {
             throw error
         }
         apps = Mutex(runtimes)
+        // Read before the workers start: a failure here leaves no thread behind.
+        let pending: [EventSerialRecord]
+        do { pending = try store.eventSerials(in: .sending) } catch {
+            for runtime in runtimes { runtime.shutdown() }
+            server.stop()
+            store.close()
+            throw ServiceError("storePath: \(error.description)")
+        }
         let metrics = self.metrics
         events = EventQueue(store: store) { entry, result in metrics.eventFinished(entry, result) }
         ports = server.ports
         self.server.withLock { $0 = server }
         router.service = self
-        try resumeAcceptedEvents()
+        resume(pending)
     }
 
     /// Starts answering the API.
@@ -108,9 +116,7 @@ public final class Service: Sendable {
 
     /// Events accepted by an earlier run but not finished (a crash, a restart): queued again, so
     /// a 202 is never lost. Their deadline still runs from when they were accepted.
-    private func resumeAcceptedEvents() throws(ServiceError) {
-        let pending: [EventSerialRecord]
-        do { pending = try store.eventSerials(in: .sending) } catch { throw ServiceError("storePath: \(error.description)") }
+    private func resume(_ pending: [EventSerialRecord]) {
         for record in pending {
             guard let event = try? FanoutEvent(json: record.body), let runtime = app(event.app, event.environment) else { continue }
             _ = events.submit(event, app: runtime)
