@@ -8,7 +8,8 @@ import TokenStore
 /// answered in microseconds to milliseconds (a store commit at most).
 ///
 /// Routes (versioned under /v1; `openapi.json` in the repository describes them):
-/// - `GET /healthz`, `GET /readyz`, `GET /metrics`: no authentication (bind the API to loopback
+/// - `GET /` (the status page, unless `statusPage` is off), `GET /healthz`, `GET /readyz`,
+///   `GET /metrics`: no authentication (bind the API to loopback
 ///   or a private network; the default listens on 127.0.0.1 only).
 /// - backends, with `Authorization: Bearer <admin token>`: `POST /v1/events` (202 + its URL),
 ///   `GET /v1/events`, `GET /v1/events/{key}/{serial}`, `GET /v1/tokens/stats`.
@@ -28,6 +29,11 @@ final class Router: @unchecked Sendable {
             return .response(.json(Array(#"{"status":"ok"}"#.utf8)))
         case ("GET", "/readyz"):
             return .response(readiness(service))
+        case ("GET", "/") where service.configuration.statusPage:
+            var response = HTTPResponse.html(StatusPage.render(service))
+            // The page is a snapshot of moving numbers: a reload must ask again.
+            response.headers.append(("Cache-Control", "no-store"))
+            return .response(response)
         case ("GET", "/metrics"):
             var response = HTTPResponse.text(service.metrics.render(service))
             response.headers = [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")]

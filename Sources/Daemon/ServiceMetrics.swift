@@ -91,7 +91,7 @@ final class ServiceMetrics: Sendable {
         text.family("sokuho_pool_halted", .gauge, help: "1 when an app's pool stopped sending (credentials refused, server unreachable).")
         for runtime in runtimes { text.sample("sokuho_pool_halted", [("app", runtime.name)], runtime.pool.haltMessage == nil ? 0 : 1) }
 
-        if let statistics = tokenStatistics(service) {
+        if let statistics = cachedTokenStatistics(service) {
             text.family("sokuho_tokens", .gauge, help: "Registered tokens by app, environment and kind.")
             for count in statistics.tokens {
                 text.sample("sokuho_tokens", [("app", count.app), ("environment", count.environment.rawValue), ("kind", count.kind.name)], count.count)
@@ -104,7 +104,9 @@ final class ServiceMetrics: Sendable {
         return text.text
     }
 
-    private func tokenStatistics(_ service: Service) -> StoreStatistics? {
+    /// Store statistics at most a minute old; `/metrics` and the status page share them, so
+    /// neither scrapes nor page reloads rescan the store's keys.
+    func cachedTokenStatistics(_ service: Service) -> StoreStatistics? {
         let now = MonotonicInstant.now()
         if let cached = tokenCache.withLock({ $0 }), now - cached.at < .seconds(60) { return cached.statistics }
         guard let statistics = try? service.store.statistics() else { return nil }

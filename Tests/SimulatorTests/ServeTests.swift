@@ -15,7 +15,7 @@ import Testing
         let port: Int
         let token = "test-admin-token-0123456789abcdef"
 
-        init(_ scenario: FanoutScenario) throws {
+        init(_ scenario: FanoutScenario, statusPage: Bool = true) throws {
             let tokenFile = writeFile(scenario.directory, "admin.token", "test-admin-token-0123456789abcdef\n")
             chmod(tokenFile, 0o600)
             chmod(scenario.running.certificates.providerKey, 0o600)
@@ -24,7 +24,7 @@ import Testing
                   "keyFile":"\(scenario.running.certificates.providerKey)","environment":"production",
                   "host":"127.0.0.1:\(scenario.running.port)","manageHost":"127.0.0.1:\(scenario.running.managePort)",
                   "caFile":"\(scenario.running.certificates.ca)","connections":2,"streams":100}],
-                 "listen":["127.0.0.1:0"],"storePath":"\(scenario.store)","adminTokenFile":"\(tokenFile)","keepaliveSeconds":10}
+                 "listen":["127.0.0.1:0"],"storePath":"\(scenario.store)","adminTokenFile":"\(tokenFile)","keepaliveSeconds":10,"statusPage":\(statusPage)}
                 """)
             child = ChildProcess(SimulatorProcessTests.binary, ["serve", "--config", config])
             let line = try #require(child.readLine(timeout: 20), "the daemon printed nothing: \(child.stderr)")
@@ -109,6 +109,58 @@ import Testing
         #expect(try JSONParser.parse(after.body)["report"]?["delivered"]?.int64Value == Int64(eligible))
         #expect(daemon.stop() == 0)
         #expect(scenario.running.counters.accepted == eligible)
+    }
+
+    /// The status page as a real browser renders it: headless Chromium loads `GET /` and its DOM
+    /// shows the finished event with its delivered count and delivery curve. The screenshot stays
+    /// in the scenario's directory for a person to look at.
+    @Test func theStatusPageShowsAFinishedEventInABrowser() throws {
+        let scenario = try FanoutScenario()
+        let phones = (0..<200).map { FanoutScenario.Phone(id: "p\($0)", token: FanoutScenario.token($0), topics: [("region:0", 1)]) }
+        try scenario.register(phones)
+        let daemon = try Daemon(scenario)
+        defer { _ = daemon.stop() }
+        let accepted = daemon.curl("POST", "/v1/events", body: startEvent(key: "eew-status&quake", groups: [("region:0", 1, "status page")], channel: "null"))
+        #expect(accepted.status == 202, "\(accepted.body)")
+        let url = try #require(try JSONParser.parse(accepted.body)["url"]?.stringValue)
+        let finished = try daemon.waitForEvent(url)
+        #expect(finished["report"]?["delivered"]?.int64Value == Int64(phones.count), "\(finished.jsonText)")
+
+        // The raw HTML: the event key escaped, no token anywhere, no script.
+        let page = daemon.curl("GET", "/", admin: false)
+        #expect(page.status == 200)
+        #expect(page.body.contains("eew-status&amp;quake"), "\(page.body)")
+        #expect(!page.body.contains("eew-status&quake"))
+        #expect(!page.body.contains(daemon.token) && !page.body.contains(FanoutScenario.token(0)) && !page.body.contains("<script"))
+
+        // A profile of its own in the scenario's directory: nothing written to $HOME, no state
+        // shared with another run.
+        // No browser is a failure naming the fix, never a skipped pass.
+        let found = ChildProcess.run("sh", ["-c", "command -v chromium"])
+        try #require(found.status == 0, "no chromium on PATH: run Toolchain/setup --for-tests (Debian's chromium package)")
+        let browser = ["--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=\(scenario.directory)/chromium"]
+        let dom = ChildProcess.run("chromium", browser + ["--dump-dom", "http://127.0.0.1:\(daemon.port)/"])
+        #expect(dom.status == 0, "\(dom.err)")
+        #expect(dom.out.contains("<svg"), "\(dom.out)")
+        #expect(dom.out.contains("<polyline"), "\(dom.out)")
+        #expect(dom.out.contains("eew-status&amp;quake"), "\(dom.out)")
+        #expect(dom.out.contains("\(phones.count) / \(phones.count)"), "\(dom.out)")
+        #expect(dom.out.contains("com.example.eew/production"))
+
+        let screenshot = scenario.directory + "/status-page.png"
+        let shot = ChildProcess.run("chromium", browser + ["--screenshot=\(screenshot)", "--window-size=1200,900", "http://127.0.0.1:\(daemon.port)/"])
+        #expect(shot.status == 0, "\(shot.err)")
+        #expect(readFile(screenshot).starts(with: [0x89, 0x50, 0x4E, 0x47]), "no PNG at \(screenshot)")
+        print("status page screenshot: \(screenshot)")
+    }
+
+    @Test func theStatusPageIsNotFoundWhenTurnedOff() throws {
+        let scenario = try FanoutScenario()
+        let daemon = try Daemon(scenario, statusPage: false)
+        defer { _ = daemon.stop() }
+        let page = daemon.curl("GET", "/", admin: false)
+        #expect(page.status == 404, "\(page.body)")
+        #expect(daemon.curl("GET", "/metrics", admin: false).status == 200)
     }
 
     @Test func badRequestsGetAJSONErrorNamingTheProblem() throws {
