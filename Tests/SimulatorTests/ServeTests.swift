@@ -212,9 +212,21 @@ import Testing
         let reached = Set(scenario.devicePushes().keys)
         #expect(reached == eligible, "missing \(eligible.subtracting(reached).count), unexpected \(reached.subtracting(eligible).count)")
 
-        // With the secret: the change is taken, then the installation is removed.
+        // The activity the phone recorded gets the event's update.
+        let update = daemon.curl("POST", "/v1/events", body: followEvent(key: "eew-reg", serial: 2, kind: "update", groups: [("region:0", 2, "later")], channel: "null"))
+        #expect(update.status == 202, "\(update.body)")
+        _ = try daemon.waitForEvent(try #require(try JSONParser.parse(update.body)["url"]?.stringValue))
+        #expect(scenario.devicePushes()[FanoutScenario.token(6_000)]?.count == 1)
+
+        // With the secret: the change is taken (the new token in the new region gets the next
+        // start), then the installation is removed (and gets nothing).
         #expect(daemon.curl("PUT", "/v1/installations/\(id)", body: moved, admin: false, headers: ["Authorization: Installation \(secret)"]).status == 200)
+        let movedEvent = daemon.curl("POST", "/v1/events", body: startEvent(key: "eew-moved", groups: [("region:9", 2, "moved")], channel: "null"))
+        #expect(try daemon.waitForEvent(try #require(try JSONParser.parse(movedEvent.body)["url"]?.stringValue))["report"]?["delivered"]?.int64Value == 1)
+        #expect(scenario.devicePushes()[FanoutScenario.token(5_002)]?.count == 1)
         #expect(daemon.curl("DELETE", "/v1/installations/\(id)", admin: false, headers: ["Authorization: Installation \(secret)"]).status == 204)
+        let goneEvent = daemon.curl("POST", "/v1/events", body: startEvent(key: "eew-gone", groups: [("region:9", 2, "gone")], channel: "null"))
+        #expect(try daemon.waitForEvent(try #require(try JSONParser.parse(goneEvent.body)["url"]?.stringValue))["report"]?["targets"]?.int64Value == 0)
         #expect(daemon.curl("PUT", "/v1/installations/\(id)", body: moved, admin: false, headers: ["Authorization: Installation \(secret)"]).status == 404)
     }
 
