@@ -13,6 +13,7 @@ import TokenStore
 ///   or a private network; the default listens on 127.0.0.1 only).
 /// - backends, with `Authorization: Bearer <admin token>`: `POST /v1/events` (202 + its URL),
 ///   `GET /v1/events`, `GET /v1/events/{key}/{serial}`, `GET /v1/tokens/stats`.
+/// - phones, without the admin token: `/v1/installations…` (see `InstallationRoutes.swift`).
 final class Router: @unchecked Sendable {
     // @unchecked: `service` is set once, before the server starts, and only read afterwards.
     weak var service: Service?
@@ -44,6 +45,8 @@ final class Router: @unchecked Sendable {
         guard request.path.hasPrefix("/v1/") else {
             return .response(.error(status: 404, code: "not_found", message: "no such path: \(request.path)"))
         }
+        // Phones authenticate with their installation's secret, not the admin token.
+        if let answer = installationAnswer(request, service: service) { return answer }
         if let refusal = Self.checkAdmin(request, service: service) { return .response(refusal) }
         switch (request.method, request.path) {
         case ("POST", "/v1/events"):

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Crypto
 import JSONCore
 import Simulator
 import Testing
@@ -15,7 +16,8 @@ import Testing
         let port: Int
         let token = "test-admin-token-0123456789abcdef"
 
-        init(_ scenario: FanoutScenario, statusPage: Bool = true) throws {
+        /// `extra`: more members of the configuration object, each with a leading comma.
+        init(_ scenario: FanoutScenario, statusPage: Bool = true, extra: String = "") throws {
             let tokenFile = writeFile(scenario.directory, "admin.token", "test-admin-token-0123456789abcdef\n")
             chmod(tokenFile, 0o600)
             chmod(scenario.running.certificates.providerKey, 0o600)
@@ -24,7 +26,7 @@ import Testing
                   "keyFile":"\(scenario.running.certificates.providerKey)","environment":"production",
                   "host":"127.0.0.1:\(scenario.running.port)","manageHost":"127.0.0.1:\(scenario.running.managePort)",
                   "caFile":"\(scenario.running.certificates.ca)","connections":2,"streams":100}],
-                 "listen":["127.0.0.1:0"],"storePath":"\(scenario.store)","adminTokenFile":"\(tokenFile)","keepaliveSeconds":10,"statusPage":\(statusPage)}
+                 "listen":["127.0.0.1:0"],"storePath":"\(scenario.store)","adminTokenFile":"\(tokenFile)","keepaliveSeconds":10,"statusPage":\(statusPage)\(extra)}
                 """)
             child = ChildProcess(SimulatorProcessTests.binary, ["serve", "--config", config])
             let line = try #require(child.readLine(timeout: 20), "the daemon printed nothing: \(child.stderr)")
@@ -34,15 +36,39 @@ import Testing
         }
 
         /// curl against the daemon: status and body.
-        func curl(_ method: String, _ path: String, body: String? = nil, admin: Bool = true) -> (status: Int, body: String) {
+        func curl(_ method: String, _ path: String, body: String? = nil, admin: Bool = true, headers: [String] = []) -> (status: Int, body: String) {
             var arguments = ["-sS", "-o", "-", "-w", "\n%{http_code}", "-X", method, "--max-time", "20"]
             if admin { arguments += ["-H", "Authorization: Bearer \(token)"] }
+            for header in headers { arguments += ["-H", header] }
             if let body { arguments += ["-H", "Content-Type: application/json", "--data-binary", body] }
             let run = ChildProcess.run("curl", arguments + ["http://127.0.0.1:\(port)\(path)"])
             // Body, then the status on a line of its own (`-w`); `readRest` ends every line with a newline.
             var lines = run.out.split(separator: "\n", omittingEmptySubsequences: false)
             while lines.last == "" { lines.removeLast() }
             return (Int(lines.last ?? "") ?? 0, lines.dropLast().joined(separator: "\n"))
+        }
+
+        /// POSTs each body to `path` from one curl process (a process per request would take most
+        /// of a minute for a thousand): a config file with one transfer per body, separated by
+        /// `next`, sent one after another on one kept-alive connection (curl 7.88's `--parallel`
+        /// fails some transfers with "Failed initialization"). The statuses, in order.
+        func postMany(_ path: String, _ bodies: [String], in directory: String) -> [Substring] {
+            let transfers = bodies.map { body in
+                """
+                url = "http://127.0.0.1:\(port)\(path)"
+                header = "Content-Type: application/json"
+                data-binary = "\(body.replacing("\"", with: "\\\""))"
+                output = "/dev/null"
+                write-out = "%{http_code}\\n"
+
+                """
+            }
+            // `next` between transfers only: one after the last is a transfer without a URL.
+            let config = transfers.joined(separator: "next\n")
+            let file = writeFile(directory, "requests.curl", config)
+            let run = ChildProcess.run("curl", ["-sS", "-K", file])
+            if !run.err.isEmpty { print("curl: \(run.err.prefix(2000))") }
+            return run.out.split(separator: "\n")
         }
 
         /// Polls an event until it is no longer queued or running.
@@ -179,5 +205,111 @@ import Testing
         #expect(unknownApp.status == 422, "\(unknownApp.body)")
         #expect(daemon.curl("GET", "/v1/nothing").status == 404)
         #expect(daemon.curl("GET", "/healthz", admin: false).status == 200)
+    }
+
+    /// A registration body for the app of the scenario.
+    static func registration(_ id: String?, pushToStart: String? = nil, device: String? = nil, topic: String = "region:0",
+                             minLevel: Int = 0, extra: String = "") -> String {
+        var members = [#""app":"\#(testBundle)""#, #""environment":"production""#]
+        if let id { members.append(#""installationId":"\#(id)""#) }
+        if let pushToStart { members.append(#""pushToStartToken":"\#(pushToStart)""#) }
+        if let device { members.append(#""deviceToken":"\#(device)""#) }
+        members.append(#""topics":[{"name":"\#(topic)","minLevel":\#(minLevel)}]"#)
+        return "{" + members.joined(separator: ",") + extra + "}"
+    }
+
+    @Test func phonesRegisterOverTheAPIAndAStartReachesEveryEligibleOne() throws {
+        let scenario = try FanoutScenario()
+        // A thousand phones from one address: more than the default rate limit lets through.
+        let daemon = try Daemon(scenario, extra: #","rateLimit":{"perSecond":100000,"burst":100000}"#)
+        defer { _ = daemon.stop() }
+        let count = 1_000
+        let bodies = (0..<count).map { number in
+            Self.registration("phone-\(number)", pushToStart: FanoutScenario.token(number), minLevel: number % 4,
+                              extra: number % 2 == 0 ? #","broadcast":true"# : "")
+        }
+        let statuses = daemon.postMany("/v1/installations", bodies, in: scenario.directory)
+        #expect(statuses.count == count)
+        #expect(statuses.allSatisfy { $0 == "201" }, "\(Set(statuses))")
+
+        // One more phone, whose secret the test keeps.
+        let created = daemon.curl("POST", "/v1/installations", body: Self.registration(nil, pushToStart: FanoutScenario.token(5_000)), admin: false)
+        #expect(created.status == 201, "\(created.body)")
+        let json = try JSONParser.parse(created.body)
+        let id = try #require(json["installationId"]?.stringValue)
+        let secret = try #require(json["secret"]?.stringValue)
+        #expect(Base64URL.decode(secret)?.count == 32)
+        // Registering a known id again needs the secret (PUT): else anyone could take it over.
+        #expect(daemon.curl("POST", "/v1/installations", body: Self.registration(id, pushToStart: FanoutScenario.token(5_001)), admin: false).status == 409)
+        // A wrong or missing secret changes nothing: the phone keeps its topic and token.
+        let moved = Self.registration(nil, pushToStart: FanoutScenario.token(5_002), topic: "region:9")
+        let wrong = Base64URL.encode([UInt8](repeating: 7, count: 32))
+        #expect(daemon.curl("PUT", "/v1/installations/\(id)", body: moved, admin: false).status == 401)
+        let forbidden = daemon.curl("PUT", "/v1/installations/\(id)", body: moved, admin: false, headers: ["Authorization: Installation \(wrong)"])
+        #expect(forbidden.status == 403, "\(forbidden.body)")
+        #expect(try JSONParser.parse(forbidden.body)["error"]?["code"]?.stringValue == "forbidden")
+        #expect(daemon.curl("DELETE", "/v1/installations/\(id)", admin: false, headers: ["Authorization: Installation \(wrong)"]).status == 403)
+        // The admin token is no installation secret.
+        #expect(daemon.curl("DELETE", "/v1/installations/\(id)", admin: false, headers: ["Authorization: Installation \(daemon.token)"]).status == 403)
+        let activity = #"{"eventKey":"eew-reg","activityId":"act-1","token":"\#(FanoutScenario.token(6_000))","topic":"region:0"}"#
+        let started = daemon.curl("POST", "/v1/installations/\(id)/activities", body: activity, admin: false, headers: ["Authorization: Installation \(secret)"])
+        #expect(started.status == 201, "\(started.body)")
+
+        let eligible = Set((0..<count).filter { $0 % 4 <= 2 }.map { FanoutScenario.token($0) } + [FanoutScenario.token(5_000)])
+        let accepted = daemon.curl("POST", "/v1/events", body: startEvent(key: "eew-reg", groups: [("region:0", 2, "registered")], channel: "null"))
+        #expect(accepted.status == 202, "\(accepted.body)")
+        let url = try #require(try JSONParser.parse(accepted.body)["url"]?.stringValue)
+        let finished = try daemon.waitForEvent(url)
+        #expect(finished["report"]?["delivered"]?.int64Value == Int64(eligible.count), "\(finished.jsonText)")
+        let reached = Set(scenario.devicePushes().keys)
+        #expect(reached == eligible, "missing \(eligible.subtracting(reached).count), unexpected \(reached.subtracting(eligible).count)")
+
+        // The activity the phone recorded gets the event's update.
+        let update = daemon.curl("POST", "/v1/events", body: followEvent(key: "eew-reg", serial: 2, kind: "update", groups: [("region:0", 2, "later")], channel: "null"))
+        #expect(update.status == 202, "\(update.body)")
+        _ = try daemon.waitForEvent(try #require(try JSONParser.parse(update.body)["url"]?.stringValue))
+        #expect(scenario.devicePushes()[FanoutScenario.token(6_000)]?.count == 1)
+
+        // With the secret: the change is taken (the new token in the new region gets the next
+        // start), then the installation is removed (and gets nothing).
+        #expect(daemon.curl("PUT", "/v1/installations/\(id)", body: moved, admin: false, headers: ["Authorization: Installation \(secret)"]).status == 200)
+        let movedEvent = daemon.curl("POST", "/v1/events", body: startEvent(key: "eew-moved", groups: [("region:9", 2, "moved")], channel: "null"))
+        #expect(try daemon.waitForEvent(try #require(try JSONParser.parse(movedEvent.body)["url"]?.stringValue))["report"]?["delivered"]?.int64Value == 1)
+        #expect(scenario.devicePushes()[FanoutScenario.token(5_002)]?.count == 1)
+        #expect(daemon.curl("DELETE", "/v1/installations/\(id)", admin: false, headers: ["Authorization: Installation \(secret)"]).status == 204)
+        let goneEvent = daemon.curl("POST", "/v1/events", body: startEvent(key: "eew-gone", groups: [("region:9", 2, "gone")], channel: "null"))
+        #expect(try daemon.waitForEvent(try #require(try JSONParser.parse(goneEvent.body)["url"]?.stringValue))["report"]?["targets"]?.int64Value == 0)
+        #expect(daemon.curl("PUT", "/v1/installations/\(id)", body: moved, admin: false, headers: ["Authorization: Installation \(secret)"]).status == 404)
+    }
+
+    @Test func aBadRegistrationBodyNamesTheField() throws {
+        let scenario = try FanoutScenario()
+        let daemon = try Daemon(scenario)
+        defer { _ = daemon.stop() }
+        let token = FanoutScenario.token(1)
+        let cases: [(String, String)] = [
+            (Self.registration("a", pushToStart: "xyz"), "pushToStartToken"),
+            (Self.registration("a", device: "abcd"), "deviceToken"),
+            (Self.registration("a", pushToStart: token, minLevel: 300), "topics[0].minLevel"),
+            (Self.registration("a", pushToStart: token, extra: #","topic":"region:0""#), "topic"),
+            (Self.registration("a", pushToStart: token, extra: #","broadcast":"yes""#), "broadcast"),
+            (Self.registration("a"), "pushToStartToken"),
+            (#"{"environment":"production","pushToStartToken":"\#(token)"}"#, "app"),
+            ("not json", "body"),
+        ]
+        for (body, field) in cases {
+            let answer = daemon.curl("POST", "/v1/installations", body: body, admin: false)
+            #expect(answer.status == 400, "\(body): \(answer.body)")
+            let error = try JSONParser.parse(answer.body)["error"]
+            #expect(error?["code"]?.stringValue == "invalid_body")
+            #expect(error?["message"]?.stringValue?.hasPrefix(field + ":") == true, "\(field): \(answer.body)")
+        }
+        let unknownApp = daemon.curl("POST", "/v1/installations", body: Self.registration("a", pushToStart: token).replacing(testBundle, with: "com.example.other"), admin: false)
+        #expect(unknownApp.status == 422 && unknownApp.body.contains("unknown_app"), "\(unknownApp.body)")
+        #expect(daemon.curl("PUT", "/v1/installations/nobody", body: Self.registration(nil, pushToStart: token), admin: false,
+                            headers: ["Authorization: Installation AAAA"]).status == 404)
+        // The default rate limit (20/s, burst 40) covers the app routes too.
+        let statuses = daemon.postMany("/v1/installations", Array(repeating: "{}", count: 60), in: scenario.directory)
+        #expect(statuses.contains("429"), "\(statuses)")
     }
 }

@@ -1,0 +1,145 @@
+import APNs
+import Fanout
+import JSONCore
+import TokenStore
+
+/// Reads a request body's object strictly, like `FanoutEvent`'s fields: a repeated or unknown
+/// member is refused by its name, so a phone sending "topic" for "topics" learns it at once
+/// instead of silently following nothing.
+struct BodyFields {
+    private let members: [(key: String, value: JSONValue)]
+    private let path: String
+    private var read: Set<String> = []
+
+    init(_ value: JSONValue, path: String = "") throws(EventError) {
+        guard let members = value.objectMembers else {
+            throw EventError(field: path.isEmpty ? "body" : String(path.dropLast()), "must be a JSON object")
+        }
+        var seen: Set<String> = []
+        for member in members where !seen.insert(member.key).inserted {
+            throw EventError(field: path + member.key, "appears twice; give it once")
+        }
+        self.members = members
+        self.path = path
+    }
+
+    init(json bytes: [UInt8]) throws(EventError) {
+        let root: JSONValue
+        do { root = try JSONParser.parse(bytes) } catch { throw EventError(field: "body", "is not valid JSON: \(error)") }
+        try self.init(root)
+    }
+
+    mutating func optional<T>(_ key: String, _ parse: (JSONValue, String) throws(EventError) -> T) throws(EventError) -> T? {
+        read.insert(key)
+        guard let value = members.first(where: { $0.key == key })?.value else { return nil }
+        return try parse(value, path + key)
+    }
+
+    mutating func required<T>(_ key: String, _ parse: (JSONValue, String) throws(EventError) -> T) throws(EventError) -> T {
+        guard let value = try optional(key, parse) else { throw EventError(field: path + key, "is required") }
+        return value
+    }
+
+    func rejectUnknown() throws(EventError) {
+        if let unknown = members.first(where: { !read.contains($0.key) }) {
+            throw EventError(field: path + unknown.key, "is not a field here; check its spelling (known: \(read.sorted().joined(separator: ", ")))")
+        }
+    }
+
+    /// A name the store takes (installation id, topic, event key): its limits, checked here so the
+    /// message names the body's field rather than the store's.
+    static func name(_ value: JSONValue, field: String) throws(EventError) -> String {
+        guard let text = value.stringValue else { throw EventError(field: field, "must be a string") }
+        do { try StoreLimits.checkName(text, field: field) } catch { throw EventError(field: field, "must be 1...\(StoreLimits.maximumNameBytes) bytes without control characters") }
+        return text
+    }
+
+    /// A token as hex: the same rules as every other token parser (`DeviceToken`), and the store's
+    /// length bounds.
+    static func token(_ value: JSONValue, field: String) throws(EventError) -> [UInt8] {
+        guard let text = value.stringValue else { throw EventError(field: field, "must be the token as a string of hex digits") }
+        do throws(ValidationError) { _ = try DeviceToken(hex: text) } catch { throw EventError(field: field, error.message) }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count / 2)
+        var high: UInt8? = nil
+        for byte in text.utf8 {
+            // DeviceToken checked that every byte is a hex digit.
+            let digit = byte <= UInt8(ascii: "9") ? byte &- UInt8(ascii: "0") : (byte | 0x20) &- UInt8(ascii: "a") &+ 10
+            if let value = high { bytes.append(value << 4 | digit); high = nil } else { high = digit }
+        }
+        do { try StoreLimits.checkToken(bytes, field: field) } catch { throw EventError(field: field, error.description) }
+        return bytes
+    }
+}
+
+/// The body of `POST /v1/installations` and `PUT /v1/installations/{id}`: the app, the tokens the
+/// phone has, and the topics they follow.
+struct InstallationBody {
+    var app: BundleID
+    var environment: Environment
+    var installationID: String?
+    var tokens: [(kind: TokenKind, token: [UInt8])]
+    var topics: [TopicSubscription]
+    var broadcast: Bool?
+
+    init(json bytes: [UInt8]) throws(EventError) {
+        var fields = try BodyFields(json: bytes)
+        app = try fields.required("app") { (value, field) throws(EventError) in
+            guard let text = value.stringValue else { throw EventError(field: field, "must be the app's bundle ID as a string") }
+            do throws(ValidationError) { return try BundleID(text) } catch { throw EventError(field: field, error.message) }
+        }
+        environment = try fields.required("environment") { (value, field) throws(EventError) in
+            guard let text = value.stringValue, let environment = try? Environment(name: text) else {
+                throw EventError(field: field, "must be \"production\" or \"sandbox\"")
+            }
+            return environment
+        }
+        installationID = try fields.optional("installationId") { (value, field) throws(EventError) in try BodyFields.name(value, field: field) }
+        let pushToStart = try fields.optional("pushToStartToken") { (value, field) throws(EventError) in try BodyFields.token(value, field: field) }
+        let device = try fields.optional("deviceToken") { (value, field) throws(EventError) in try BodyFields.token(value, field: field) }
+        tokens = [pushToStart.map { (TokenKind.pushToStart, $0) }, device.map { (TokenKind.device, $0) }].compactMap { $0 }
+        topics = try fields.optional("topics") { (value, field) throws(EventError) in
+            guard let items = value.arrayValue else { throw EventError(field: field, "must be an array of {\"name\",\"minLevel\"}") }
+            guard items.count <= StoreLimits.maximumTopics else { throw EventError(field: field, "has \(items.count) topics; at most \(StoreLimits.maximumTopics)") }
+            var topics: [TopicSubscription] = []
+            var names: Set<String> = []
+            for (index, item) in items.enumerated() {
+                var topic = try BodyFields(item, path: "\(field)[\(index)].")
+                let name = try topic.required("name") { (value, field) throws(EventError) in try BodyFields.name(value, field: field) }
+                let level: UInt8 = try topic.optional("minLevel") { (value, field) throws(EventError) -> UInt8 in
+                    guard let number = value.int64Value, (0...255).contains(number) else { throw EventError(field: field, "must be a whole number from 0 to 255") }
+                    return UInt8(number)
+                } ?? 0
+                try topic.rejectUnknown()
+                guard names.insert(name).inserted else { throw EventError(field: "\(field)[\(index)].name", "'\(name)' is listed twice") }
+                topics.append(TopicSubscription(name: name, minLevel: level))
+            }
+            return topics
+        } ?? []
+        broadcast = try fields.optional("broadcast") { (value, field) throws(EventError) in
+            guard let flag = value.boolValue else { throw EventError(field: field, "must be true (iOS 18 or later) or false") }
+            return flag
+        }
+        try fields.rejectUnknown()
+        // Topics belong to a token kind: without a token there is nothing to follow them with.
+        guard !tokens.isEmpty else { throw EventError(field: "pushToStartToken", "or deviceToken is required (the tokens the topics apply to)") }
+    }
+}
+
+/// The body of `POST /v1/installations/{id}/activities`: a Live Activity the phone started and
+/// its update token.
+struct ActivityBody {
+    var eventKey: String
+    var activityID: String
+    var token: [UInt8]
+    var topic: String?
+
+    init(json bytes: [UInt8]) throws(EventError) {
+        var fields = try BodyFields(json: bytes)
+        eventKey = try fields.required("eventKey") { (value, field) throws(EventError) in try BodyFields.name(value, field: field) }
+        activityID = try fields.required("activityId") { (value, field) throws(EventError) in try BodyFields.name(value, field: field) }
+        token = try fields.required("token") { (value, field) throws(EventError) in try BodyFields.token(value, field: field) }
+        topic = try fields.optional("topic") { (value, field) throws(EventError) in try BodyFields.name(value, field: field) }
+        try fields.rejectUnknown()
+    }
+}

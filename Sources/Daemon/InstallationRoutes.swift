@@ -1,0 +1,198 @@
+import APNs
+import Crypto
+import Fanout
+import HTTPAPI
+import JSONCore
+import TokenStore
+
+/// The app-facing API, called by phones (no admin token):
+/// - `POST /v1/installations`: a first registration; 201 with the installation's secret, shown
+///   this once (the store keeps only its SHA-256).
+/// - `PUT /v1/installations/{id}`, `POST /v1/installations/{id}/activities`,
+///   `DELETE /v1/installations/{id}`: with `Authorization: Installation <secret>`.
+/// Writes go through `TokenStore.submit` and answer `.deferred` from the writer thread, so the
+/// HTTP thread never waits for a commit (a durable one is an fsync: milliseconds on an SD card).
+extension Router {
+    static let installationsPath = "/v1/installations"
+
+    /// The answer for an app route, or nil when the path is not one.
+    func installationAnswer(_ request: HTTPRequest, service: Service) -> HTTPAnswer? {
+        if request.path == Self.installationsPath {
+            guard request.method == "POST" else {
+                return .response(.error(status: 404, code: "not_found", message: "no such route: \(request.method) \(request.path)"))
+            }
+            return register(request, service: service)
+        }
+        guard request.path.hasPrefix(Self.installationsPath + "/") else { return nil }
+        let rest = request.path.dropFirst(Self.installationsPath.count + 1)
+        let parts = rest.split(separator: "/", omittingEmptySubsequences: false)
+        let id = String(parts[0])
+        switch (request.method, parts.count, parts.count == 2 ? parts[1] : "") {
+        case ("PUT", 1, _): return update(request, id: id, service: service)
+        case ("DELETE", 1, _): return remove(request, id: id, service: service)
+        case ("POST", 2, "activities"): return putActivity(request, id: id, service: service)
+        default:
+            return .response(.error(status: 404, code: "not_found", message: "no such route: \(request.method) \(request.path)"))
+        }
+    }
+
+    private static func invalid(_ error: EventError) -> HTTPAnswer {
+        .response(.error(status: 400, code: "invalid_body", message: error.description))
+    }
+
+    private static func unknownApp(_ app: BundleID, _ environment: Environment) -> HTTPAnswer {
+        .response(.error(status: 422, code: "unknown_app", message: "app: \(app.text) in \(environment.rawValue) is not configured on this daemon"))
+    }
+
+    // MARK: Registration
+
+    private func register(_ request: HTTPRequest, service: Service) -> HTTPAnswer {
+        let body: InstallationBody
+        do { body = try InstallationBody(json: request.body) } catch { return Self.invalid(error) }
+        guard service.app(body.app, body.environment) != nil else { return Self.unknownApp(body.app, body.environment) }
+        let id = body.installationID ?? Self.newInstallationID()
+        switch Self.lookUp(id, service: service) {
+        case let .failure(refusal): return refusal.answer
+        case .success(.some):
+            // A known id needs its secret: otherwise anyone knowing an id could take the
+            // installation over (and be handed a new secret).
+            return .response(.error(status: 409, code: "installation_exists",
+                                    message: "installationId: '\(id)' is registered; change it with PUT /v1/installations/{id} and its secret"))
+        case .success(.none): break
+        }
+        let secret = RandomSource.shared.bytes(32)
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("installationId"); writer.string(id)
+        writer.key("secret"); writer.string(Base64URL.encode(secret))
+        writer.endObject()
+        return write(Self.registrations(body, id: id, secretHash: SHA256.hash(secret)), service: service, success: .json(status: 201, writer.bytes))
+    }
+
+    private func update(_ request: HTTPRequest, id: String, service: Service) -> HTTPAnswer {
+        let installation: Installation
+        switch Self.authorize(request, id: id, service: service) {
+        case let .failure(refusal): return refusal.answer
+        case let .success(found): installation = found
+        }
+        let body: InstallationBody
+        do { body = try InstallationBody(json: request.body) } catch { return Self.invalid(error) }
+        if let given = body.installationID, given != id {
+            return Self.invalid(EventError(field: "installationId", "is '\(given)' but the URL names '\(id)'; leave it out or make them agree"))
+        }
+        guard service.app(body.app, body.environment) != nil else { return Self.unknownApp(body.app, body.environment) }
+        // An installation belongs to one app: its secret is no key to another app's.
+        guard body.app.text == installation.app, body.environment == installation.environment else {
+            return .response(.error(status: 409, code: "app_mismatch",
+                                    message: "app: installation '\(id)' belongs to \(installation.app) in \(installation.environment.rawValue)"))
+        }
+        var writer = JSONWriter()
+        writer.beginObject(); writer.key("installationId"); writer.string(id); writer.endObject()
+        return write(Self.registrations(body, id: id, secretHash: nil), service: service, success: .json(writer.bytes))
+    }
+
+    /// One registration per token kind given, each with the body's topics. `registeredAt` is now:
+    /// this is the phone itself registering, which is what a later 410's timestamp is compared with.
+    private static func registrations(_ body: InstallationBody, id: String, secretHash: [UInt8]?) -> [WriteOperation] {
+        let now = TokenLineParser.realtimeMilliseconds()
+        return body.tokens.map { token in
+            .register(TokenRegistration(installationID: id, app: body.app.text, environment: body.environment, kind: token.kind,
+                                        token: token.token, topics: body.topics, secretHash: secretHash, registeredAt: now,
+                                        broadcast: body.broadcast), at: now)
+        }
+    }
+
+    // MARK: Activities and removal
+
+    private func putActivity(_ request: HTTPRequest, id: String, service: Service) -> HTTPAnswer {
+        let installation: Installation
+        switch Self.authorize(request, id: id, service: service) {
+        case let .failure(refusal): return refusal.answer
+        case let .success(found): installation = found
+        }
+        let body: ActivityBody
+        do { body = try ActivityBody(json: request.body) } catch { return Self.invalid(error) }
+        let record = ActivityRecord(id: body.activityID, app: installation.app, environment: installation.environment, updateToken: body.token,
+                                    eventKey: body.eventKey, startedAt: TokenLineParser.realtimeMilliseconds(), topic: body.topic)
+        var writer = JSONWriter()
+        writer.beginObject(); writer.key("activityId"); writer.string(body.activityID); writer.endObject()
+        return write([.putActivity(record)], service: service, success: .json(status: 201, writer.bytes))
+    }
+
+    private func remove(_ request: HTTPRequest, id: String, service: Service) -> HTTPAnswer {
+        if case let .failure(refusal) = Self.authorize(request, id: id, service: service) { return refusal.answer }
+        return write([.removeInstallation(id: id)], service: service, success: HTTPResponse(status: 204))
+    }
+
+    // MARK: Helpers
+
+    /// Queues `operations` and answers from the writer thread once they committed.
+    private func write(_ operations: [WriteOperation], service: Service, success: HTTPResponse) -> HTTPAnswer {
+        let store = service.store
+        return .deferred { responder in
+            do throws(StoreError) {
+                try store.submit(operations) { result in
+                    switch result {
+                    case .success: responder.respond(success)
+                    case let .failure(error): responder.respond(.error(status: 503, code: "store_unavailable", message: error.description))
+                    }
+                }
+            } catch {
+                // `submit` validates before queueing: a value the store refuses is the body's fault.
+                responder.respond(.error(status: 400, code: "invalid_body", message: error.description))
+            }
+        }
+    }
+
+    private static func lookUp(_ id: String, service: Service) -> Result<Installation?, AnswerError> {
+        do { return .success(try service.store.installation(id: id)) } catch {
+            return .failure(AnswerError(.response(.error(status: 503, code: "store_unavailable", message: error.description))))
+        }
+    }
+
+    /// The installation, if the request carries its secret: 401 without one, 404 for an unknown
+    /// id, 403 for a wrong secret (or an installation that never had one, e.g. imported).
+    private static func authorize(_ request: HTTPRequest, id: String, service: Service) -> Result<Installation, AnswerError> {
+        let scheme = "installation "
+        guard let header = request.header("authorization"), header.lowercased().hasPrefix(scheme) else {
+            var response = HTTPResponse.error(status: 401, code: "unauthorized", message: "this route needs Authorization: Installation <secret>")
+            response.headers.append(("WWW-Authenticate", "Installation"))
+            return .failure(AnswerError(.response(response)))
+        }
+        let installation: Installation
+        switch lookUp(id, service: service) {
+        case let .failure(error): return .failure(error)
+        case .success(.none):
+            return .failure(AnswerError(.response(.error(status: 404, code: "not_found", message: "no installation '\(id)'; register it with POST /v1/installations"))))
+        case let .success(.some(found)): installation = found
+        }
+        let given = SHA256.hash(Base64URL.decode(header.dropFirst(scheme.count)) ?? [])
+        // Constant time over the hash: how many leading bytes match must not show in the timing.
+        var difference = UInt8(installation.secretHash.count == given.count ? 0 : 1)
+        for index in 0..<given.count { difference |= given[index] ^ (index < installation.secretHash.count ? installation.secretHash[index] : 0) }
+        guard difference == 0 else {
+            return .failure(AnswerError(.response(.error(status: 403, code: "forbidden", message: "the installation's secret is wrong"))))
+        }
+        return .success(installation)
+    }
+
+    /// A version 4 UUID from the system's random source: an id no other phone will pick.
+    static func newInstallationID() -> String {
+        var bytes = RandomSource.shared.bytes(16)
+        bytes[6] = bytes[6] & 0x0f | 0x40
+        bytes[8] = bytes[8] & 0x3f | 0x80
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        for (index, byte) in bytes.enumerated() {
+            if [4, 6, 8, 10].contains(index) { text.append(UInt8(ascii: "-")) }
+            text.append(digits[Int(byte >> 4)]); text.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+}
+
+/// A refusal carried through a `Result` (an answer, already shaped).
+struct AnswerError: Error {
+    let answer: HTTPAnswer
+    init(_ answer: HTTPAnswer) { self.answer = answer }
+}
