@@ -1,51 +1,13 @@
 import APNs
+import Crypto
 import Fanout
 import JSONCore
 import TokenStore
 
-/// Reads a request body's object strictly, like `FanoutEvent`'s fields: a repeated or unknown
-/// member is refused by its name, so a phone sending "topic" for "topics" learns it at once
-/// instead of silently following nothing.
-struct BodyFields {
-    private let members: [(key: String, value: JSONValue)]
-    private let path: String
-    private var read: Set<String> = []
-
-    init(_ value: JSONValue, path: String = "") throws(EventError) {
-        guard let members = value.objectMembers else {
-            throw EventError(field: path.isEmpty ? "body" : String(path.dropLast()), "must be a JSON object")
-        }
-        var seen: Set<String> = []
-        for member in members where !seen.insert(member.key).inserted {
-            throw EventError(field: path + member.key, "appears twice; give it once")
-        }
-        self.members = members
-        self.path = path
-    }
-
-    init(json bytes: [UInt8]) throws(EventError) {
-        let root: JSONValue
-        do { root = try JSONParser.parse(bytes) } catch { throw EventError(field: "body", "is not valid JSON: \(error)") }
-        try self.init(root)
-    }
-
-    mutating func optional<T>(_ key: String, _ parse: (JSONValue, String) throws(EventError) -> T) throws(EventError) -> T? {
-        read.insert(key)
-        guard let value = members.first(where: { $0.key == key })?.value else { return nil }
-        return try parse(value, path + key)
-    }
-
-    mutating func required<T>(_ key: String, _ parse: (JSONValue, String) throws(EventError) -> T) throws(EventError) -> T {
-        guard let value = try optional(key, parse) else { throw EventError(field: path + key, "is required") }
-        return value
-    }
-
-    func rejectUnknown() throws(EventError) {
-        if let unknown = members.first(where: { !read.contains($0.key) }) {
-            throw EventError(field: path + unknown.key, "is not a field here; check its spelling (known: \(read.sorted().joined(separator: ", ")))")
-        }
-    }
-
+/// The checks of an API body's values that name the body's field (the object itself is read
+/// strictly by `EventFields`, as events are: a repeated or unknown member is refused by its name,
+/// so a phone sending "topic" for "topics" learns it at once instead of following nothing).
+enum BodyFields {
     /// A name the store takes (installation id, topic, event key): its limits, checked here so the
     /// message names the body's field rather than the store's.
     static func name(_ value: JSONValue, field: String) throws(EventError) -> String {
@@ -59,14 +21,8 @@ struct BodyFields {
     static func token(_ value: JSONValue, field: String) throws(EventError) -> [UInt8] {
         guard let text = value.stringValue else { throw EventError(field: field, "must be the token as a string of hex digits") }
         do throws(ValidationError) { _ = try DeviceToken(hex: text) } catch { throw EventError(field: field, error.message) }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(text.utf8.count / 2)
-        var high: UInt8? = nil
-        for byte in text.utf8 {
-            // DeviceToken checked that every byte is a hex digit.
-            let digit = byte <= UInt8(ascii: "9") ? byte &- UInt8(ascii: "0") : (byte | 0x20) &- UInt8(ascii: "a") &+ 10
-            if let value = high { bytes.append(value << 4 | digit); high = nil } else { high = digit }
-        }
+        // DeviceToken checked the digits and the even length, so the decode cannot fail.
+        let bytes = Hex.decode(text) ?? []
         do { try StoreLimits.checkToken(bytes, field: field) } catch { throw EventError(field: field, error.description) }
         return bytes
     }
@@ -83,7 +39,7 @@ struct InstallationBody {
     var broadcast: Bool?
 
     init(json bytes: [UInt8]) throws(EventError) {
-        var fields = try BodyFields(json: bytes)
+        var fields = try EventFields(json: bytes, root: "body")
         app = try fields.required("app") { (value, field) throws(EventError) in
             guard let text = value.stringValue else { throw EventError(field: field, "must be the app's bundle ID as a string") }
             do throws(ValidationError) { return try BundleID(text) } catch { throw EventError(field: field, error.message) }
@@ -104,7 +60,7 @@ struct InstallationBody {
             var topics: [TopicSubscription] = []
             var names: Set<String> = []
             for (index, item) in items.enumerated() {
-                var topic = try BodyFields(item, path: "\(field)[\(index)].")
+                var topic = try EventFields(item, path: "\(field)[\(index)].", root: "body")
                 let name = try topic.required("name") { (value, field) throws(EventError) in try BodyFields.name(value, field: field) }
                 let level: UInt8 = try topic.optional("minLevel") { (value, field) throws(EventError) -> UInt8 in
                     guard let number = value.int64Value, (0...255).contains(number) else { throw EventError(field: field, "must be a whole number from 0 to 255") }
@@ -135,7 +91,7 @@ struct ActivityBody {
     var topic: String?
 
     init(json bytes: [UInt8]) throws(EventError) {
-        var fields = try BodyFields(json: bytes)
+        var fields = try EventFields(json: bytes, root: "body")
         eventKey = try fields.required("eventKey") { (value, field) throws(EventError) in try BodyFields.name(value, field: field) }
         activityID = try fields.required("activityId") { (value, field) throws(EventError) in try BodyFields.name(value, field: field) }
         token = try fields.required("token") { (value, field) throws(EventError) in try BodyFields.token(value, field: field) }

@@ -69,7 +69,7 @@ public struct FanoutEvent: Sendable {
     public init(json bytes: [UInt8]) throws(EventError) {
         let root: JSONValue
         do { root = try JSONParser.parse(bytes) } catch { throw EventError(field: "event", "is not valid JSON: \(error)") }
-        var fields = try EventFields(root, path: "")
+        var fields = try EventFields(root, path: "", root: "event")
         app = try fields.required("app") { (value, field) throws(EventError) in
             guard let text = value.stringValue else { throw EventError(field: field, "must be the app's bundle ID as a string") }
             do throws(ValidationError) { return try BundleID(text) } catch { throw EventError(field: field, error.message) }
@@ -213,14 +213,16 @@ public struct EventError: Error, Sendable, Equatable, CustomStringConvertible {
 
 /// Reads an object's members once each, naming each field by its path in messages, and refuses
 /// members nobody read (a typo such as "deadlineSecond" must not silently use the default).
-struct EventFields {
+/// Public because every strict JSON body of the product reads this way (the daemon's API bodies
+/// too); `root` names the whole object in messages ("event", "body").
+public struct EventFields {
     private let members: [(key: String, value: JSONValue)]
     private let path: String
     private var read: Set<String> = []
 
-    init(_ value: JSONValue, path: String) throws(EventError) {
+    public init(_ value: JSONValue, path: String, root: String = "event") throws(EventError) {
         guard let members = value.objectMembers else {
-            throw EventError(field: path.isEmpty ? "event" : String(path.dropLast()), "must be a JSON object")
+            throw EventError(field: path.isEmpty ? root : String(path.dropLast()), "must be a JSON object")
         }
         var seen: Set<String> = []
         for member in members where !seen.insert(member.key).inserted {
@@ -230,20 +232,27 @@ struct EventFields {
         self.path = path
     }
 
-    mutating func optional<T>(_ key: String, _ parse: (JSONValue, String) throws(EventError) -> T) throws(EventError) -> T? {
+    /// Parses `bytes` and reads the object at its root.
+    public init(json bytes: [UInt8], root: String) throws(EventError) {
+        let value: JSONValue
+        do { value = try JSONParser.parse(bytes) } catch { throw EventError(field: root, "is not valid JSON: \(error)") }
+        try self.init(value, path: "", root: root)
+    }
+
+    public mutating func optional<T>(_ key: String, _ parse: (JSONValue, String) throws(EventError) -> T) throws(EventError) -> T? {
         read.insert(key)
         guard let value = members.first(where: { $0.key == key })?.value else { return nil }
         return try parse(value, path + key)
     }
 
-    mutating func required<T>(_ key: String, _ parse: (JSONValue, String) throws(EventError) -> T) throws(EventError) -> T {
+    public mutating func required<T>(_ key: String, _ parse: (JSONValue, String) throws(EventError) -> T) throws(EventError) -> T {
         guard let value = try optional(key, parse) else { throw EventError(field: path + key, "is required") }
         return value
     }
 
-    func rejectUnknown() throws(EventError) {
+    public func rejectUnknown() throws(EventError) {
         if let unknown = members.first(where: { !read.contains($0.key) }) {
-            throw EventError(field: path + unknown.key, "is not a field of an event; check its spelling")
+            throw EventError(field: path + unknown.key, "is not a field here; check its spelling (known: \(read.sorted().joined(separator: ", ")))")
         }
     }
 

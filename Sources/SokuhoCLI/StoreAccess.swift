@@ -45,9 +45,5 @@ enum StoreAccess {
     }
 
     /// Milliseconds since 1970, the store's clock.
-    static func nowMilliseconds() -> UInt64 {
-        var time = timespec()
-        clock_gettime(CLOCK_REALTIME, &time)
-        return UInt64(time.tv_sec) * 1000 + UInt64(time.tv_nsec) / 1_000_000
-    }
+    static func nowMilliseconds() -> UInt64 { TokenLineParser.realtimeMilliseconds() }
 }
