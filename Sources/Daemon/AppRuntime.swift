@@ -3,6 +3,7 @@ import Crypto
 import Fanout
 import HTTP2
 import Sender
+import Synchronization
 
 /// One configured app and environment at run time: its warm connection pool (open between
 /// events, PINGed every keep-alive so NATs keep it), its provider tokens, and the fan-out options
@@ -12,6 +13,10 @@ final class AppRuntime: Sendable {
     let pool: ConnectionPool
     let fanout: FanoutOptions
     let tokens: ProviderTokenSource
+    /// Channel management on the channel host (the API's `/v1/channels`, the credential check).
+    let channels: ChannelClient
+    /// The last credential check's result; nil before the first.
+    let credentialCheck = Mutex<CredentialCheck?>(nil)
 
     init(app: ServeConfiguration.App, configuration: ServeConfiguration) throws(ServiceError) {
         self.app = app
@@ -43,6 +48,7 @@ final class AppRuntime: Sendable {
         options.startLimit = configuration.startLimit
         options.startWindow = configuration.startWindow
         fanout = options
+        channels = ChannelClient(bundle: app.bundleID, push: options.push, manage: options.manage, tokens: tokens, timeout: .seconds(30))
     }
 
     /// "com.example.eew/production": how metrics, the status page and messages name it.

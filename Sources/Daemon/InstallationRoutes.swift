@@ -40,7 +40,7 @@ extension Router {
         .response(.error(status: 400, code: "invalid_body", message: error.description))
     }
 
-    private static func unknownApp(_ app: BundleID, _ environment: Environment) -> HTTPAnswer {
+    static func unknownApp(_ app: BundleID, _ environment: Environment) -> HTTPAnswer {
         .response(.error(status: 422, code: "unknown_app", message: "app: \(app.text) in \(environment.rawValue) is not configured on this daemon"))
     }
 
@@ -51,13 +51,20 @@ extension Router {
         do { body = try InstallationBody(json: request.body) } catch { return Self.invalid(error) }
         guard service.app(body.app, body.environment) != nil else { return Self.unknownApp(body.app, body.environment) }
         let id = body.installationID ?? Self.newInstallationID()
+        let exists = HTTPAnswer.response(.error(status: 409, code: "installation_exists",
+                                                message: "installationId: '\(id)' is registered; change it with PUT /v1/installations/{id} and its secret"))
+        // Two first registrations of one id at once would both find it absent, and the later
+        // commit would replace the earlier one's secret: its phone would hold a secret that no
+        // longer works. The id is claimed here until its write committed; a second claim is a 409.
+        guard service.registering.withLock({ $0.insert(id).inserted }) else { return exists }
+        let release: @Sendable () -> Void = { [weak service] in _ = service?.registering.withLock { $0.remove(id) } }
         switch Self.lookUp(id, service: service) {
-        case let .failure(refusal): return refusal.answer
+        case let .failure(refusal): release(); return refusal.answer
         case .success(.some):
             // A known id needs its secret: otherwise anyone knowing an id could take the
             // installation over (and be handed a new secret).
-            return .response(.error(status: 409, code: "installation_exists",
-                                    message: "installationId: '\(id)' is registered; change it with PUT /v1/installations/{id} and its secret"))
+            release()
+            return exists
         case .success(.none): break
         }
         let secret = RandomSource.shared.bytes(32)
@@ -66,7 +73,8 @@ extension Router {
         writer.key("installationId"); writer.string(id)
         writer.key("secret"); writer.string(Base64URL.encode(secret))
         writer.endObject()
-        return write(Self.registrations(body, id: id, secretHash: SHA256.hash(secret)), service: service, success: .json(status: 201, writer.bytes))
+        return write(Self.registrations(body, id: id, secretHash: SHA256.hash(secret)), service: service, success: .json(status: 201, writer.bytes),
+                     then: release)
     }
 
     private func update(_ request: HTTPRequest, id: String, service: Service) -> HTTPAnswer {
@@ -127,17 +135,21 @@ extension Router {
     // MARK: Helpers
 
     /// Queues `operations` and answers from the writer thread once they committed.
-    private func write(_ operations: [WriteOperation], service: Service, success: HTTPResponse) -> HTTPAnswer {
+    /// `then` runs once the write committed or failed.
+    private func write(_ operations: [WriteOperation], service: Service, success: HTTPResponse,
+                       then: @escaping @Sendable () -> Void = {}) -> HTTPAnswer {
         let store = service.store
         return .deferred { responder in
             do throws(StoreError) {
                 try store.submit(operations) { result in
+                    then()
                     switch result {
                     case .success: responder.respond(success)
                     case let .failure(error): responder.respond(.error(status: 503, code: "store_unavailable", message: error.description))
                     }
                 }
             } catch {
+                then()
                 // `submit` validates before queueing: a value the store refuses is the body's fault.
                 responder.respond(.error(status: 400, code: "invalid_body", message: error.description))
             }

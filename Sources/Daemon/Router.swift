@@ -12,7 +12,8 @@ import TokenStore
 ///   `GET /metrics`: no authentication (bind the API to loopback
 ///   or a private network; the default listens on 127.0.0.1 only).
 /// - backends, with `Authorization: Bearer <admin token>`: `POST /v1/events` (202 + its URL),
-///   `GET /v1/events`, `GET /v1/events/{key}/{serial}`, `GET /v1/tokens/stats`.
+///   `GET /v1/events`, `GET /v1/events/{key}/{serial}`, `GET /v1/tokens/stats`, and the channel
+///   routes of `ChannelRoutes.swift`.
 /// - phones, without the admin token: `/v1/installations…` (see `InstallationRoutes.swift`).
 final class Router: @unchecked Sendable {
     // @unchecked: `service` is set once, before the server starts, and only read afterwards.
@@ -48,6 +49,7 @@ final class Router: @unchecked Sendable {
         // Phones authenticate with their installation's secret, not the admin token.
         if let answer = installationAnswer(request, service: service) { return answer }
         if let refusal = Self.checkAdmin(request, service: service) { return .response(refusal) }
+        if let answer = channelAnswer(request, service: service) { return answer }
         switch (request.method, request.path) {
         case ("POST", "/v1/events"):
             return .response(submit(request, service: service))
@@ -169,6 +171,18 @@ final class Router: @unchecked Sendable {
             writer.key("app"); writer.string(runtime.name)
             writer.key("connectionsUp"); writer.int(up)
             writer.key("halted"); if let halted { writer.string(halted) } else { writer.null() }
+            // Reported, not part of readiness: a failed check is a warning for the operator (the
+            // standby has the same key), and pushes themselves halt the pool if it is refused.
+            writer.key("credentialCheck")
+            if let check = runtime.credentialCheck.withLock({ $0 }) {
+                writer.beginObject()
+                writer.key("ok"); writer.bool(check.ok)
+                writer.key("checkedAt"); writer.int(Int(check.checkedAt))
+                writer.key("message"); if let message = check.message { writer.string(message) } else { writer.null() }
+                writer.endObject()
+            } else {
+                writer.null()
+            }
             writer.endObject()
         }
         writer.endArray()

@@ -23,6 +23,11 @@ public final class Service: Sendable {
     let rateLimiter: RateLimiter?
     let configuration: ServeConfiguration
     private let server: Mutex<HTTPServer?> = Mutex(nil)
+    private let credentialChecker: Mutex<CredentialChecker?> = Mutex(nil)
+    /// Channel requests of the API under way (each holds a thread while APNs answers).
+    let channelRequests = Atomic<Int>(0)
+    /// Installation ids whose first registration is being written (see `Router.register`).
+    let registering = Mutex<Set<String>>([])
     /// The bound API ports, in the order of `configuration.listen` (port 0 becomes the picked one).
     public let ports: [Int]
 
@@ -75,14 +80,22 @@ public final class Service: Sendable {
         resume(pending)
     }
 
-    /// Starts answering the API.
-    public func start() { server.withLock { $0?.start() } }
+    /// Starts answering the API and checking the apps' credentials (at once, then every
+    /// `credentialCheckInterval`).
+    public func start() {
+        server.withLock { $0?.start() }
+        let interval = configuration.credentialCheckInterval
+        credentialChecker.withLock {
+            $0 = CredentialChecker(interval: interval) { [weak self] in self?.apps.withLock { $0 } ?? [] }
+        }
+    }
 
     /// SIGTERM: stops the API, lets running events finish (their checkpoints are stored either
     /// way; queued ones are resumed by the next start), closes the pools and the store.
     public func stop() {
         let server = self.server.withLock { server -> HTTPServer? in defer { server = nil }; return server }
         server?.stop()
+        credentialChecker.withLock { checker -> CredentialChecker? in defer { checker = nil }; return checker }?.stop()
         events.stop()
         for runtime in apps.withLock({ $0 }) { runtime.shutdown() }
         store.close()

@@ -91,6 +91,12 @@ final class ServiceMetrics: Sendable {
         text.family("sokuho_pool_halted", .gauge, help: "1 when an app's pool stopped sending (credentials refused, server unreachable).")
         for runtime in runtimes { text.sample("sokuho_pool_halted", [("app", runtime.name)], runtime.pool.haltMessage == nil ? 0 : 1) }
 
+        text.family("sokuho_credential_check_ok", .gauge, help: "1 when the app's last credential check (listing its channels) passed; absent before the first.")
+        let checks = runtimes.compactMap { runtime in runtime.credentialCheck.withLock { $0 }.map { (runtime.name, $0) } }
+        for (app, check) in checks { text.sample("sokuho_credential_check_ok", [("app", app)], check.ok ? 1 : 0) }
+        text.family("sokuho_credential_check_timestamp_seconds", .gauge, help: "When the app's last credential check answered (seconds since 1970).")
+        for (app, check) in checks { text.sample("sokuho_credential_check_timestamp_seconds", [("app", app)], Int(check.checkedAt)) }
+
         if let statistics = cachedTokenStatistics(service) {
             text.family("sokuho_tokens", .gauge, help: "Registered tokens by app, environment and kind.")
             for count in statistics.tokens {

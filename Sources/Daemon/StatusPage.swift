@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Fanout
 import TokenStore
 
@@ -51,7 +54,7 @@ enum StatusPage {
     }
 
     private static func appendApps(_ html: inout String, _ runtimes: [AppRuntime]) {
-        html += "<h2>Apps</h2>\n<table id=\"apps\"><tr><th>App</th><th>Connections up</th><th>Configured</th><th>Pushes in flight</th><th>State</th></tr>\n"
+        html += "<h2>Apps</h2>\n<table id=\"apps\"><tr><th>App</th><th>Connections up</th><th>Configured</th><th>Pushes in flight</th><th>State</th><th>Credentials</th></tr>\n"
         for runtime in runtimes {
             let up = runtime.pool.connectionsUp
             let state: String
@@ -64,9 +67,26 @@ enum StatusPage {
             }
             let inFlight = max(0, runtime.pool.submittedCount - runtime.pool.finishedCount)
             html += "<tr><td>\(escape(runtime.name))</td><td class=\"n\">\(up)</td><td class=\"n\">\(runtime.app.connections)</td>"
-                + "<td class=\"n\">\(inFlight)</td><td>\(state)</td></tr>\n"
+                + "<td class=\"n\">\(inFlight)</td><td>\(state)</td><td>\(credentials(runtime))</td></tr>\n"
         }
         html += "</table>\n"
+    }
+
+    /// The last credential check: when, and why it failed.
+    private static func credentials(_ runtime: AppRuntime) -> String {
+        guard let check = runtime.credentialCheck.withLock({ $0 }) else { return "<span>not checked yet</span>" }
+        let when = "checked " + escape(utcText(check.checkedAt))
+        if check.ok { return "<span class=\"ok\">ok</span> (\(when))" }
+        return "<span class=\"bad\">failed: \(escape(check.message ?? ""))</span> (\(when))"
+    }
+
+    /// "2026-12-01 20:30:05 UTC".
+    static func utcText(_ seconds: Int64) -> String {
+        var time = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday)) \(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) UTC"
     }
 
     private static func appendEvents(_ html: inout String, _ entries: [EventQueue.Entry]) {

@@ -17,12 +17,13 @@ import Testing
         let token = "test-admin-token-0123456789abcdef"
 
         /// `extra`: more members of the configuration object, each with a leading comma.
-        init(_ scenario: FanoutScenario, statusPage: Bool = true, extra: String = "") throws {
+        /// `keyID`: another than the simulator's makes every request's provider token invalid.
+        init(_ scenario: FanoutScenario, statusPage: Bool = true, keyID: String = SimulatorCertificates.keyID, extra: String = "") throws {
             let tokenFile = writeFile(scenario.directory, "admin.token", "test-admin-token-0123456789abcdef\n")
             chmod(tokenFile, 0o600)
             chmod(scenario.running.certificates.providerKey, 0o600)
             let config = writeFile(scenario.directory, "sokuho.json", """
-                {"apps":[{"bundleID":"\(testBundle)","teamID":"\(SimulatorCertificates.teamID)","keyID":"\(SimulatorCertificates.keyID)",
+                {"apps":[{"bundleID":"\(testBundle)","teamID":"\(SimulatorCertificates.teamID)","keyID":"\(keyID)",
                   "keyFile":"\(scenario.running.certificates.providerKey)","environment":"production",
                   "host":"127.0.0.1:\(scenario.running.port)","manageHost":"127.0.0.1:\(scenario.running.managePort)",
                   "caFile":"\(scenario.running.certificates.ca)","connections":2,"streams":100}],
@@ -105,8 +106,10 @@ import Testing
         var ready = daemon.curl("GET", "/readyz", admin: false)
         for _ in 0..<100 where ready.status != 200 { usleep(50_000); ready = daemon.curl("GET", "/readyz", admin: false) }
         #expect(ready.status == 200, "\(ready.body)")
-        for _ in 0..<100 where scenario.running.counters.connections < 2 { usleep(50_000) }
-        #expect(scenario.running.counters.connections == 2)
+        // Two warm connections, plus the credential check's one to the channel host at start.
+        for _ in 0..<100 where ready.body.contains(#""credentialCheck":null"#) { usleep(50_000); ready = daemon.curl("GET", "/readyz", admin: false) }
+        #expect(ready.body.contains(#""credentialCheck":{"ok":true"#), "\(ready.body)")
+        #expect(scenario.running.counters.connections == 3)
 
         let event = startEvent(key: "eew-serve", groups: [("region:0", 2, "served")], channel: "null")
         #expect(daemon.curl("POST", "/v1/events", body: event, admin: false).status == 401)
@@ -118,7 +121,7 @@ import Testing
         #expect(finished["report"]?["delivered"]?.int64Value == Int64(eligible))
         #expect(scenario.running.counters.accepted == eligible)
         // The event went out on the warm connections: none was opened for it.
-        #expect(scenario.running.counters.connections == 2)
+        #expect(scenario.running.counters.connections == 3)
 
         let metrics = daemon.curl("GET", "/metrics", admin: false)
         #expect(metrics.body.contains(#"sokuho_pushes_total{app="com.example.eew/production",kind="start",outcome="delivered"} \#(eligible)"#),
@@ -311,5 +314,100 @@ import Testing
         // The default rate limit (20/s, burst 40) covers the app routes too.
         let statuses = daemon.postMany("/v1/installations", Array(repeating: "{}", count: 60), in: scenario.directory)
         #expect(statuses.contains("429"), "\(statuses)")
+    }
+
+    /// Channels an operator keeps outside any event, managed over the API: a created channel is
+    /// listed until deleted, a repeated delete still succeeds, and a bad query or body names its field.
+    @Test func backendsCreateListAndDeleteChannelsThroughTheAPI() throws {
+        let scenario = try FanoutScenario()
+        let daemon = try Daemon(scenario)
+        defer { _ = daemon.stop() }
+        let query = "?app=\(testBundle)&environment=production"
+        let created = daemon.curl("POST", "/v1/channels", body: #"{"app":"\#(testBundle)","environment":"production","storagePolicy":1}"#)
+        #expect(created.status == 201, "\(created.body)")
+        let channel = try #require(try JSONParser.parse(created.body)["channel"]?.stringValue)
+        #expect(try JSONParser.parse(created.body)["storagePolicy"]?.int64Value == 1)
+        let listed = daemon.curl("GET", "/v1/channels" + query)
+        #expect(listed.status == 200, "\(listed.body)")
+        #expect(try JSONParser.parse(listed.body)["channels"]?.arrayValue?.compactMap(\.stringValue).contains(channel) == true, "\(listed.body)")
+
+        let deleted = daemon.curl("DELETE", "/v1/channels/\(channel)" + query)
+        #expect(deleted.status == 200, "\(deleted.body)")
+        #expect(try JSONParser.parse(deleted.body)["alreadyDeleted"]?.boolValue == false)
+        // Deleting it again (a retry after a lost answer) succeeds: the channel is gone either way.
+        let again = daemon.curl("DELETE", "/v1/channels/\(channel)" + query)
+        #expect(again.status == 200, "\(again.body)")
+        #expect(try JSONParser.parse(again.body)["alreadyDeleted"]?.boolValue == true)
+        let after = daemon.curl("GET", "/v1/channels" + query)
+        #expect(try JSONParser.parse(after.body)["channels"]?.arrayValue?.compactMap(\.stringValue).contains(channel) == false, "\(after.body)")
+
+        #expect(daemon.curl("GET", "/v1/channels" + query, admin: false).status == 401)
+        let noQuery = daemon.curl("GET", "/v1/channels")
+        #expect(noQuery.status == 400 && noQuery.body.contains("invalid_query") && noQuery.body.contains("app"), "\(noQuery.body)")
+        let otherApp = daemon.curl("GET", "/v1/channels?app=com.example.other&environment=production")
+        #expect(otherApp.status == 422 && otherApp.body.contains("unknown_app"), "\(otherApp.body)")
+        let badPolicy = daemon.curl("POST", "/v1/channels", body: #"{"app":"\#(testBundle)","environment":"production","storagePolicy":7}"#)
+        #expect(badPolicy.status == 400 && badPolicy.body.contains("storagePolicy:"), "\(badPolicy.body)")
+        let typo = daemon.curl("POST", "/v1/channels", body: #"{"app":"\#(testBundle)","environment":"production","storage":1}"#)
+        #expect(typo.status == 400 && typo.body.contains("storage:"), "\(typo.body)")
+    }
+
+    /// The credential check at start: a working key shows as passed on /readyz and /metrics; a key
+    /// APNs does not know (here: a key id the simulator does not trust) shows as failed with APNs'
+    /// reason, on /readyz, /metrics and the status page, before any event needs it.
+    @Test func theCredentialCheckTellsAWorkingKeyFromARefusedOne() throws {
+        for (keyID, passes) in [(SimulatorCertificates.keyID, true), ("REVOKED001", false)] {
+            let scenario = try FanoutScenario()
+            let daemon = try Daemon(scenario, keyID: keyID)
+            defer { _ = daemon.stop() }
+            var check: JSONValue?
+            for _ in 0..<200 {
+                let ready = daemon.curl("GET", "/readyz", admin: false)
+                if let found = try? JSONParser.parse(ready.body)["apps"]?.arrayValue?.first?["credentialCheck"], found["ok"] != nil { check = found; break }
+                usleep(50_000)
+            }
+            let result = try #require(check, "no credential check result on /readyz")
+            #expect(result["ok"]?.boolValue == passes, "\(result.jsonText)")
+            #expect(result["checkedAt"]?.int64Value ?? 0 > 1_700_000_000)
+            let metrics = daemon.curl("GET", "/metrics", admin: false).body
+            #expect(metrics.contains(#"sokuho_credential_check_ok{app="com.example.eew/production"} \#(passes ? 1 : 0)"#), "\(metrics)")
+            let page = daemon.curl("GET", "/", admin: false).body
+            if passes {
+                #expect(result["message"] == .null)
+                #expect(page.contains("<span class=\"ok\">ok</span> (checked "), "\(page)")
+            } else {
+                #expect(result["message"]?.stringValue?.contains("InvalidProviderToken") == true, "\(result.jsonText)")
+                #expect(page.contains("failed:") && page.contains("InvalidProviderToken"), "\(page)")
+            }
+        }
+    }
+
+    /// Two phones (or one retrying) registering the same new id at once: exactly one gets the
+    /// installation and its secret, the others a 409, and the secret handed out is the one that works.
+    @Test func concurrentFirstRegistrationsOfOneIDHandOutOneWorkingSecret() throws {
+        let scenario = try FanoutScenario()
+        let daemon = try Daemon(scenario, extra: #","rateLimit":{"perSecond":100000,"burst":100000}"#)
+        defer { _ = daemon.stop() }
+        let body = Self.registration("same-phone", pushToStart: FanoutScenario.token(1))
+        let file = writeFile(scenario.directory, "body.json", body)
+        for round in 0..<5 {
+            let id = "same-phone-\(round)"
+            _ = writeFile(scenario.directory, "body.json", body.replacing("same-phone", with: id))
+            // Eight curl processes at once, each printing "<status> <body>" on one line.
+            let script = (0..<8).map { _ in
+                "curl -sS -w ' %{http_code}\\n' -o - -H 'Content-Type: application/json' --data-binary @\(file) http://127.0.0.1:\(daemon.port)/v1/installations &"
+            }.joined(separator: "\n") + "\nwait\n"
+            let run = ChildProcess.run("sh", ["-c", script])
+            let answers = run.out.split(separator: "\n").map { String($0) }
+            #expect(answers.count == 8, "\(run.out) \(run.err)")
+            let created = answers.filter { $0.hasSuffix(" 201") }
+            #expect(created.count == 1, "\(answers)")
+            #expect(answers.filter { $0.hasSuffix(" 409") }.count == 7, "\(answers)")
+            let json = try JSONParser.parse(String(try #require(created.first).dropLast(4)))
+            let secret = try #require(json["secret"]?.stringValue)
+            let changed = daemon.curl("PUT", "/v1/installations/\(id)", body: Self.registration(nil, pushToStart: FanoutScenario.token(2)), admin: false,
+                                      headers: ["Authorization: Installation \(secret)"])
+            #expect(changed.status == 200, "\(changed.body)")
+        }
     }
 }
