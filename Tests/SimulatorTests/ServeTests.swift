@@ -38,15 +38,45 @@ import Testing
 
         /// curl against the daemon: status and body.
         func curl(_ method: String, _ path: String, body: String? = nil, admin: Bool = true, headers: [String] = []) -> (status: Int, body: String) {
-            var arguments = ["-sS", "-o", "-", "-w", "\n%{http_code}", "-X", method, "--max-time", "20"]
+            let answer = exchange(method, path, body: body, admin: admin, headers: headers)
+            return (answer.status, answer.body)
+        }
+
+        /// One request's answer with its headers (names lowercased, values in order), for the
+        /// tests that check headers too (`Location`, `Retry-After`, `Content-Type`).
+        struct Exchange {
+            var status: Int
+            var headers: [String: [String]]
+            var body: String
+
+            func header(_ name: String) -> String? { headers[name.lowercased()]?.first }
+        }
+
+        /// Splits curl's output from the `-w` format of `exchange`: the body, the marker line, the
+        /// headers as curl's `%{header_json}` (an object of arrays), the status on the last line.
+        private static let headerMarker = "\n--sokuho-response-headers--\n"
+
+        /// curl against the daemon: status, headers and body. `body` starting with "@" names a file
+        /// (curl's `--data-binary @FILE`), for bodies too large for an argument.
+        func exchange(_ method: String, _ path: String, body: String? = nil, admin: Bool = true, headers: [String] = []) -> Exchange {
+            var arguments = ["-sS", "-o", "-", "-w", Self.headerMarker + "%{header_json}\n%{http_code}", "-X", method, "--max-time", "20"]
             if admin { arguments += ["-H", "Authorization: Bearer \(token)"] }
             for header in headers { arguments += ["-H", header] }
             if let body { arguments += ["-H", "Content-Type: application/json", "--data-binary", body] }
             let run = ChildProcess.run("curl", arguments + ["http://127.0.0.1:\(port)\(path)"])
-            // Body, then the status on a line of its own (`-w`); `readRest` ends every line with a newline.
-            var lines = run.out.split(separator: "\n", omittingEmptySubsequences: false)
-            while lines.last == "" { lines.removeLast() }
-            return (Int(lines.last ?? "") ?? 0, lines.dropLast().joined(separator: "\n"))
+            guard let marker = run.out.ranges(of: Self.headerMarker).last else {
+                return Exchange(status: 0, headers: [:], body: run.out + run.err)
+            }
+            // After the marker: the headers' JSON, then the status on a line of its own
+            // (`readRest` ends every line with a newline).
+            var rest = run.out[marker.upperBound...].split(separator: "\n", omittingEmptySubsequences: false)
+            while rest.last == "" { rest.removeLast() }
+            let status = Int(rest.last ?? "") ?? 0
+            var parsed: [String: [String]] = [:]
+            if let json = try? JSONParser.parse(rest.dropLast().joined(separator: "\n")), let members = json.objectMembers {
+                for member in members { parsed[member.key.lowercased()] = member.value.arrayValue?.compactMap(\.stringValue) ?? [] }
+            }
+            return Exchange(status: status, headers: parsed, body: String(run.out[..<marker.lowerBound]))
         }
 
         /// POSTs each body to `path` from one curl process (a process per request would take most
