@@ -35,11 +35,12 @@ enum StoreAccess {
         guard stat(directory, &info) == 0, info.st_uid != effectiveUID else { return }
         let owner = userName(info.st_uid)
         let me = userName(effectiveUID)
-        let fix = owner.map { "run as that user: sudo -u \($0) \(command) …" } ?? "run as uid \(info.st_uid) (setpriv --reuid=\(info.st_uid) \(command) …) or chown the directory"
+        let fix = owner.map { "Run as that user: sudo -u \($0) \(command) …" } ?? "Run as uid \(info.st_uid) (setpriv --reuid=\(info.st_uid) \(command) …) or chown the directory"
+        let runner = me.map { "'\($0)' (uid \(effectiveUID))" } ?? "uid \(effectiveUID)"
         throw CLIError(.noPermission,
                        "permission denied for the token store at \(directory): it belongs to \(owner.map { "'\($0)' (uid \(info.st_uid))" } ?? "uid \(info.st_uid)"), "
-                       + "and this command runs as \(me.map { "'\($0)' (uid \(effectiveUID))" } ?? "uid \(effectiveUID)"); files it wrote there would be this user's "
-                       + "and the owner (the daemon) could not open its store; \(fix)")
+                       + "not to \(runner) running this command; files written now would be \(me ?? "uid \(effectiveUID)")'s "
+                       + "and the store's owner (the daemon) could no longer open them. \(fix)")
     }
 
     /// The name of `uid` from the password database, or nil.
