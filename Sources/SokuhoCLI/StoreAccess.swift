@@ -17,12 +17,36 @@ enum StoreAccess {
 
     /// Opens the store named by `--store`; only `create` (an import) makes a new one.
     static func open(_ invocation: Invocation, readOnly: Bool, create: Bool = false) throws(CLIError) -> TokenStore {
+        if !readOnly { try requireOwner(directory(invocation), command: invocation.commandPath) }
         do {
             let options = TokenStore.Options(readOnly: readOnly, create: create, maximumBatch: 500_000)
             return try TokenStore(directory: directory(invocation), options: options)
         } catch {
             throw cliError(error)
         }
+    }
+
+    /// Refuses to write into a store directory another user owns. Files a write creates (the lock
+    /// file, a grown map, a migrated schema) would belong to this user, and the owner (the daemon's
+    /// user) could then not open its own store. Root is not exempt: a root-run import is exactly the
+    /// mistake. A directory that does not exist yet is fine (it is created as this user's).
+    static func requireOwner(_ directory: String, command: String, effectiveUID: uid_t = geteuid()) throws(CLIError) {
+        var info = stat()
+        guard stat(directory, &info) == 0, info.st_uid != effectiveUID else { return }
+        let owner = userName(info.st_uid)
+        let me = userName(effectiveUID)
+        let fix = owner.map { "Run as that user: sudo -u \($0) \(command) …" } ?? "Run as uid \(info.st_uid) (setpriv --reuid=\(info.st_uid) \(command) …) or chown the directory"
+        let runner = me.map { "'\($0)' (uid \(effectiveUID))" } ?? "uid \(effectiveUID)"
+        throw CLIError(.noPermission,
+                       "permission denied for the token store at \(directory): it belongs to \(owner.map { "'\($0)' (uid \(info.st_uid))" } ?? "uid \(info.st_uid)"), "
+                       + "not to \(runner) running this command; files written now would be \(me ?? "uid \(effectiveUID)")'s "
+                       + "and the store's owner (the daemon) could no longer open them. \(fix)")
+    }
+
+    /// The name of `uid` from the password database, or nil.
+    private static func userName(_ uid: uid_t) -> String? {
+        guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else { return nil }
+        return String(cString: name)
     }
 
     /// Runs `body` and maps a store error to its exit code.

@@ -192,13 +192,36 @@ import Testing
     @Test func aReadOnlyDirectoryIsPermissionDenied() {
         let fixture = CLIFixture()
         let store = fixture.directory + "/readonly"
-        CLIFixture.shell("chmod 755 '\(fixture.directory)' && mkdir '\(store)' && chmod 555 '\(store)'")
+        // Owned by the user it runs as, so the refusal tested is the file system's, not the owner check's.
+        CLIFixture.shell("chmod 755 '\(fixture.directory)' && mkdir '\(store)' && chown 65534:65534 '\(store)' && chmod 555 '\(store)'")
         let input = fixture.file("in.jsonl", Self.line("a", token: Self.token(1)))
         CLIFixture.shell("chmod 644 '\(input)'")
         let (status, err) = Self.runWithoutRoot(fixture, "tokens import '\(input)' --store '\(store)'")
         #expect(status == ExitCode.noPermission.rawValue)
         #expect(err.contains("permission denied for the token store at \(store)"))
         CLIFixture.shell("chmod 755 '\(store)'")
+    }
+
+    /// A root-run import into the daemon's store would leave files the daemon cannot open: writing
+    /// commands refuse a store another user owns (root included), naming the owner and the fix;
+    /// reading commands still work.
+    @Test func writingIntoAStoreAnotherUserOwnsIsRefused() {
+        let fixture = CLIFixture()
+        let input = fixture.file("in.jsonl", Self.line("a", token: Self.token(1)))
+        #expect(fixture.run(["tokens", "import", input, "--store", fixture.store]).0 == .success)
+        CLIFixture.shell("chown -R 65534:65534 '\(fixture.store)'")
+        let (status, _, err) = fixture.run(["tokens", "import", input, "--store", fixture.store])
+        #expect(status == .noPermission)
+        #expect(err.contains("permission denied for the token store at \(fixture.store): it belongs to"))
+        #expect(err.contains("uid 65534"))
+        #expect(err.contains("sudo -u ") && err.contains(" sokuho tokens import …"))
+        let (prune, _, pruneErr) = fixture.run(["tokens", "prune", "--expired", "--store", fixture.store])
+        #expect(prune == .noPermission)
+        #expect(pruneErr.contains(" sokuho tokens prune …"))
+        let (stats, out, _) = fixture.run(["tokens", "stats", "--store", fixture.store])
+        #expect(stats == .success)
+        #expect(out.contains("com.example.eew"))
+        CLIFixture.shell("chown -R 0:0 '\(fixture.store)'")
     }
 
     /// Runs sokuho with `arguments` (shell-quoted) as a user permissions apply to: root ignores
