@@ -11,12 +11,17 @@ import Synchronization
 final class AppRuntime: Sendable {
     let app: ServeConfiguration.App
     let pool: ConnectionPool
-    let fanout: FanoutOptions
     let tokens: ProviderTokenSource
     /// Channel management on the channel host (the API's `/v1/channels`, the credential check).
     let channels: ChannelClient
     /// The last credential check's result; nil before the first.
     let credentialCheck = Mutex<CredentialCheck?>(nil)
+    /// The public half of the key the pool signs with: a reload that names another file holding
+    /// the same key keeps the connections.
+    private let publicKey: [UInt8]
+    private let keepalive: Duration
+    /// The options every event of this app runs with; a reload may change the start budget.
+    private let options: Mutex<FanoutOptions>
 
     init(app: ServeConfiguration.App, configuration: ServeConfiguration) throws(ServiceError) {
         self.app = app
@@ -24,12 +29,15 @@ final class AppRuntime: Sendable {
         do { tls = try TLSConfiguration.client(caFile: app.caFile) } catch {
             throw ServiceError("apps \(app.bundleID.text) (\(app.environment.rawValue)): caFile: \(error.description)")
         }
+        let key: SigningKey
         do {
-            let key = try SigningKey(contentsOf: app.keyFile)
+            key = try SigningKey(contentsOf: app.keyFile)
             tokens = ProviderTokenSource(signer: try ProviderTokenSigner(key: key, keyID: app.keyID, teamID: app.teamID))
         } catch {
             throw ServiceError("apps \(app.bundleID.text) (\(app.environment.rawValue)): keyFile \(app.keyFile): \(error.description)")
         }
+        publicKey = key.publicKeyDER
+        keepalive = configuration.keepalive
         let push = app.host ?? app.environment.devicePush
         let manage = app.manageHost ?? app.environment.channelManagement
         var pool = PoolConfiguration(host: push.host, port: push.port, tls: tls)
@@ -47,12 +55,34 @@ final class AppRuntime: Sendable {
         options.sharedPool = self.pool
         options.startLimit = configuration.startLimit
         options.startWindow = configuration.startWindow
-        fanout = options
         channels = ChannelClient(bundle: app.bundleID, push: options.push, manage: options.manage, tokens: tokens, timeout: .seconds(30))
+        self.options = Mutex(options)
     }
+
+    var fanout: FanoutOptions { options.withLock { $0 } }
 
     /// "com.example.eew/production": how metrics, the status page and messages name it.
     var name: String { "\(app.bundleID.text)/\(app.environment.rawValue)" }
+
+    /// Whether a reloaded configuration can keep this runtime and its warm connections: the same
+    /// endpoints, CA, pool sizes, keep-alive, ids and key (by its public half, so a key file moved
+    /// or rewritten with the same key keeps them). A CA file rewritten in place is not noticed:
+    /// that one takes a restart.
+    func canKeep(_ other: ServeConfiguration.App, configuration: ServeConfiguration) -> Bool {
+        var mine = app, theirs = other
+        mine.keyFile = ""; theirs.keyFile = ""
+        guard mine == theirs, keepalive == configuration.keepalive else { return false }
+        guard let key = try? SigningKey(contentsOf: other.keyFile) else { return false }
+        return key.publicKeyDER == publicKey
+    }
+
+    /// Settings a kept runtime takes from a reload: the start budget of later events.
+    func apply(_ configuration: ServeConfiguration) {
+        options.withLock {
+            $0.startLimit = configuration.startLimit
+            $0.startWindow = configuration.startWindow
+        }
+    }
 
     func shutdown() { pool.shutdown() }
 }

@@ -67,6 +67,20 @@ final class EventQueue: @unchecked Sendable {
 
     func entry(_ id: String) -> Entry? { lock.withLock { entries[id] } }
 
+    /// Whether a queued or running event still needs `runtime` (a reload retired it).
+    func uses(_ runtime: AppRuntime) -> Bool {
+        lock.withLock { entries.values.contains { $0.app === runtime && ($0.state == .queued || $0.state == .running) } }
+    }
+
+    /// Queued events of a replaced runtime run on its successor (running ones finish where they are).
+    func move(from old: AppRuntime, to new: AppRuntime) {
+        lock.withLock {
+            for (id, entry) in entries where entry.app === old && entry.state == .queued {
+                entries[id] = Entry(id: entry.id, event: entry.event, app: new, urgent: entry.urgent)
+            }
+        }
+    }
+
     /// The newest first.
     func recent(limit: Int = 50) -> [Entry] {
         lock.withLock { order.suffix(limit).reversed().compactMap { entries[$0] } }

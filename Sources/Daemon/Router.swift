@@ -111,13 +111,30 @@ final class Router: @unchecked Sendable {
             var writer = JSONWriter()
             writer.beginObject()
             writer.key("id"); writer.string(entry.id)
-            writer.key("url"); writer.string("/v1/events/" + entry.id)
+            writer.key("url"); writer.string(Self.eventURL(entry.id))
             writer.key("state"); writer.string(entry.state.rawValue)
             writer.endObject()
             var response = HTTPResponse.json(status: 202, writer.bytes)
-            response.headers.append(("Location", "/v1/events/" + entry.id))
+            response.headers.append(("Location", Self.eventURL(entry.id)))
             return response
         }
+    }
+
+    /// `/v1/events/{key}/{serial}` with the key percent-encoded: a key may hold any character but
+    /// NUL ("eew 2026?#1"), and its URL must lead back to it (the server decodes the path).
+    static func eventURL(_ id: String) -> String {
+        let digits = Array("0123456789ABCDEF".utf8)
+        var bytes = Array("/v1/events/".utf8)
+        for byte in id.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "/"), UInt8(ascii: ":"):
+                bytes.append(byte)
+            default:
+                bytes += [UInt8(ascii: "%"), digits[Int(byte >> 4)], digits[Int(byte & 0x0f)]]
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// `{key}/{serial}`: the queue's view while it is known there, else the store's record.

@@ -20,10 +20,15 @@ public final class Service: Sendable {
     let events: EventQueue
     let metrics = ServiceMetrics()
     let adminToken: Mutex<[UInt8]>
-    let rateLimiter: RateLimiter?
-    let configuration: ServeConfiguration
+    /// The configuration in force: the start's, then each SIGHUP's that loaded (`reload`).
+    let settings: Mutex<ServeConfiguration>
+    let limiter: Mutex<RateLimiter?>
+    /// Runtimes a reload replaced or removed, shut down once no event needs them.
+    let retired = Mutex<[AppRuntime]>([])
+    var configuration: ServeConfiguration { settings.withLock { $0 } }
+    var rateLimiter: RateLimiter? { limiter.withLock { $0 } }
     private let server: Mutex<HTTPServer?> = Mutex(nil)
-    private let credentialChecker: Mutex<CredentialChecker?> = Mutex(nil)
+    let credentialChecker: Mutex<CredentialChecker?> = Mutex(nil)
     /// Channel requests of the API under way (each holds a thread while APNs answers).
     let channelRequests = Atomic<Int>(0)
     /// Installation ids whose first registration is being written (see `Router.register`).
@@ -34,12 +39,12 @@ public final class Service: Sendable {
     /// Opens the store, starts the warm pools, re-queues what a previous run accepted but did not
     /// finish, and binds the API (nothing is served until `start`).
     public init(configuration: ServeConfiguration) throws(ServiceError) {
-        self.configuration = configuration
+        settings = Mutex(configuration)
         do { store = try TokenStore(directory: configuration.storePath) } catch {
             throw ServiceError("storePath \(configuration.storePath): \(error.description)")
         }
         adminToken = Mutex(try Self.readAdminToken(configuration.adminTokenFile))
-        rateLimiter = configuration.rateLimit.map { RateLimiter(perSecond: Double($0.perSecond), burst: $0.burst) }
+        limiter = Mutex(configuration.rateLimit.map { RateLimiter(perSecond: Double($0.perSecond), burst: $0.burst) })
         let router = Router()
         var limits = HTTPLimits()
         limits.maximumBodyBytes = configuration.maxBodyBytes
@@ -73,10 +78,15 @@ public final class Service: Sendable {
             throw ServiceError("storePath: \(error.description)")
         }
         let metrics = self.metrics
-        events = EventQueue(store: store) { entry, result in metrics.eventFinished(entry, result) }
+        let retiring = RetiredRuntimes()
+        events = EventQueue(store: store) { entry, result in
+            metrics.eventFinished(entry, result)
+            retiring.service?.shutDownIdleRetired()
+        }
         ports = server.ports
         self.server.withLock { $0 = server }
         router.service = self
+        retiring.service = self
         resume(pending)
     }
 
@@ -84,10 +94,14 @@ public final class Service: Sendable {
     /// `credentialCheckInterval`).
     public func start() {
         server.withLock { $0?.start() }
-        let interval = configuration.credentialCheckInterval
-        credentialChecker.withLock {
-            $0 = CredentialChecker(interval: interval) { [weak self] in self?.apps.withLock { $0 } ?? [] }
-        }
+        startCredentialChecks(every: configuration.credentialCheckInterval)
+    }
+
+    /// (Re)starts the credential checks: every app at once, then every `interval`.
+    func startCredentialChecks(every interval: Duration) {
+        credentialChecker.withLock { checker -> CredentialChecker? in defer { checker = nil }; return checker }?.stop()
+        let fresh = CredentialChecker(interval: interval) { [weak self] in self?.apps.withLock { $0 } ?? [] }
+        credentialChecker.withLock { $0 = fresh }
     }
 
     /// SIGTERM: stops the API, lets running events finish (their checkpoints are stored either
@@ -97,7 +111,7 @@ public final class Service: Sendable {
         server?.stop()
         credentialChecker.withLock { checker -> CredentialChecker? in defer { checker = nil }; return checker }?.stop()
         events.stop()
-        for runtime in apps.withLock({ $0 }) { runtime.shutdown() }
+        for runtime in apps.withLock({ $0 }) + retired.withLock({ $0 }) { runtime.shutdown() }
         store.close()
     }
 
@@ -114,12 +128,6 @@ public final class Service: Sendable {
             throw ServiceError("adminTokenFile \(path): the token is \(token.count) characters; use at least 16 random ones (e.g. openssl rand -hex 32)")
         }
         return token
-    }
-
-    /// SIGHUP: re-reads the admin token (keys and apps need a restart in this build; the message says so).
-    public func reloadAdminToken() throws(ServiceError) {
-        let token = try Self.readAdminToken(configuration.adminTokenFile)
-        adminToken.withLock { $0 = token }
     }
 
     /// The runtime of an event's app, if this daemon serves it.
@@ -178,4 +186,10 @@ public final class Service: Sendable {
         }
         return .accepted(events.submit(event, app: runtime))
     }
+}
+
+/// The event queue's way back to its service (the queue is made before `self` is complete).
+private final class RetiredRuntimes: @unchecked Sendable {
+    // @unchecked: set once in `Service.init`, before the first event can finish; read afterwards.
+    weak var service: Service?
 }

@@ -25,7 +25,10 @@ enum ServeCommand {
         Precedence: flag > SOKUHO_* variable > configuration file > default.
 
         Without --check-config it runs until SIGTERM or SIGINT (running events finish, queued ones
-        are resumed by the next start); SIGHUP re-reads the admin token. Its first line on stdout is
+        are resumed by the next start). SIGHUP reloads the configuration file: apps whose key,
+        ids, endpoints and pool are unchanged keep their warm connections; changed ones reconnect;
+        listen, storePath, maxBodyBytes and statusPage take effect at the next restart. A file that
+        does not load changes nothing (the message says why). Its first line on stdout is
         {"listen":["HOST:PORT",…]} with the bound ports. Under systemd (Type=notify) it reports
         READY=1 once it listens.
 
@@ -36,17 +39,7 @@ enum ServeCommand {
         run: run)
 
     static func run(_ invocation: Invocation) throws(CLIError) -> ExitCode {
-        var file: [UInt8]?
-        if let path = invocation.string("--config") { file = try InputFile.read(path, option: "--config", limit: 1 << 20) }
-        // Only the flags: the variables go in separately, so a message can name which one was wrong.
-        let flags = invocation.values.filter { name, _ in ServeSetting.all.contains { $0.flag == name } }
-        let configuration: ServeConfiguration
-        do {
-            configuration = try ServeConfiguration.load(file: file, environment: invocation.environment, flags: flags)
-        } catch {
-            let source = invocation.string("--config").map { "\($0): " } ?? ""
-            throw CLIError(.config, source + error.description)
-        }
+        let configuration = try load(invocation)
         if invocation.flag("--check-config") {
             invocation.console.print(invocation.flag("--json") ? configuration.json : configuration.summary)
             return .success
@@ -54,7 +47,22 @@ enum ServeCommand {
         return try serve(configuration, invocation: invocation)
     }
 
-    /// Runs the daemon until SIGTERM or SIGINT; SIGHUP re-reads the admin token.
+    /// The configuration file (read again at each SIGHUP), then the `SOKUHO_*` variables and the
+    /// flags of this invocation on top.
+    static func load(_ invocation: Invocation) throws(CLIError) -> ServeConfiguration {
+        var file: [UInt8]?
+        if let path = invocation.string("--config") { file = try InputFile.read(path, option: "--config", limit: 1 << 20) }
+        // Only the flags: the variables go in separately, so a message can name which one was wrong.
+        let flags = invocation.values.filter { name, _ in ServeSetting.all.contains { $0.flag == name } }
+        do {
+            return try ServeConfiguration.load(file: file, environment: invocation.environment, flags: flags)
+        } catch {
+            let source = invocation.string("--config").map { "\($0): " } ?? ""
+            throw CLIError(.config, source + error.description)
+        }
+    }
+
+    /// Runs the daemon until SIGTERM or SIGINT; SIGHUP reloads the configuration (`Service.reload`).
     static func serve(_ configuration: ServeConfiguration, invocation: Invocation) throws(CLIError) -> ExitCode {
         // Before any thread starts, so no thread but this one ever takes these signals.
         SignalWait.block(including: [SIGHUP])
@@ -77,10 +85,13 @@ enum ServeCommand {
             guard signal == SIGHUP else { break }
             SystemdNotify.send("RELOADING=1", environment: invocation.environment)
             do {
-                try service.reloadAdminToken()
-                invocation.console.error("sokuho serve: SIGHUP: admin token re-read (apps and keys change on a restart in this build)")
+                let report = try service.reload(try load(invocation))
+                invocation.console.error("sokuho serve: SIGHUP: configuration reloaded")
+                for line in report.lines { invocation.console.error("sokuho serve: SIGHUP: " + line) }
+            } catch let error as CLIError {
+                invocation.console.error("sokuho serve: SIGHUP: \(error.message); nothing changed, the previous configuration stays")
             } catch {
-                invocation.console.error("sokuho serve: SIGHUP: \(error); keeping the previous token")
+                invocation.console.error("sokuho serve: SIGHUP: \(error); nothing changed, the previous configuration stays")
             }
             SystemdNotify.send("READY=1", environment: invocation.environment)
         }

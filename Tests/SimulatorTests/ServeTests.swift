@@ -440,4 +440,90 @@ import Testing
             #expect(changed.status == 200, "\(changed.body)")
         }
     }
+
+    /// SIGHUP reloads the configuration file: an app whose key and endpoints are unchanged keeps
+    /// its warm connections (the simulator sees no new one), a new app gets its own, an app whose
+    /// key changed is replaced and checked at once, and a file that does not load changes nothing.
+    @Test func aReloadKeepsValidWarmConnectionsAndReconnectsOnlyWhatChanged() throws {
+        let scenario = try FanoutScenario()
+        let phones = (0..<50).map { FanoutScenario.Phone(id: "p\($0)", token: FanoutScenario.token($0), topics: [("region:0", 1)]) }
+        try scenario.register(phones)
+        let daemon = try Daemon(scenario)
+        defer { _ = daemon.stop() }
+        let path = scenario.directory + "/sokuho.json"
+        let original = String(decoding: readFile(path), as: UTF8.self)
+        /// The apps of /readyz once every one has a credential check, by name.
+        func settledApps(_ count: Int) throws -> [String: JSONValue] {
+            for _ in 0..<200 {
+                let body = daemon.curl("GET", "/readyz", admin: false).body
+                if let apps = try? JSONParser.parse(body)["apps"]?.arrayValue, apps.count == count,
+                   apps.allSatisfy({ $0["credentialCheck"] != .null && ($0["connectionsUp"]?.int64Value ?? 0) > 0 || $0["credentialCheck"]?["ok"]?.boolValue == false }) {
+                    return Dictionary(uniqueKeysWithValues: apps.map { ($0["app"]?.stringValue ?? "", $0) })
+                }
+                usleep(50_000)
+            }
+            throw TestFailure("/readyz did not settle on \(count) apps: \(daemon.curl("GET", "/readyz", admin: false).body)")
+        }
+        func reload(_ text: String, expecting line: String) throws {
+            _ = writeFile(scenario.directory, "sokuho.json", text)
+            kill(daemon.child.pid, SIGHUP)
+            for _ in 0..<200 where !daemon.child.stderr.contains(line) { usleep(25_000) }
+            #expect(daemon.child.stderr.contains(line), "\(daemon.child.stderr)")
+        }
+        _ = try settledApps(1)
+        // Two warm connections and the credential check's one.
+        #expect(scenario.running.counters.connections == 3)
+
+        // Unchanged apps, another rate limit and start budget: nothing reconnects; events still go out.
+        try reload(original.replacing(#""statusPage":true"#, with: #""statusPage":true,"startLimit":3,"rateLimit":{"perSecond":50,"burst":50}"#),
+                   expecting: "SIGHUP: rateLimit: changed")
+        #expect(daemon.child.stderr.contains("com.example.eew/production: kept"))
+        let first = daemon.curl("POST", "/v1/events", body: startEvent(key: "eew-reload", groups: [("region:0", 1, "after reload")], channel: "null"))
+        #expect(try daemon.waitForEvent(try #require(try JSONParser.parse(first.body)["url"]?.stringValue))["report"]?["delivered"]?.int64Value == 50)
+        #expect(scenario.running.counters.connections == 3)
+
+        // A second app: its own two connections and check; the first app's stay as they were.
+        let appStart = try #require(original.firstRange(of: #""apps":["#)).upperBound
+        let appEnd = try #require(original[appStart...].firstRange(of: "}]")).lowerBound
+        let eew = String(original[appStart...appEnd])
+        let train = eew.replacing(testBundle, with: "com.example.train")
+        try reload(original.replacing(eew, with: eew + "," + train), expecting: "com.example.train/production: added")
+        let two = try settledApps(2)
+        #expect(two["com.example.train/production"]?["credentialCheck"]?["ok"]?.boolValue == true)
+        for _ in 0..<100 where scenario.running.counters.connections < 6 { usleep(50_000) }
+        #expect(scenario.running.counters.connections == 6)
+
+        // The first app's key id changes (a rotated key the simulator does not trust): only it is
+        // replaced, and its check fails at once instead of at the next hourly round.
+        let rotated = eew.replacing(#""keyID":"\#(SimulatorCertificates.keyID)""#, with: #""keyID":"ROTATED001""#)
+        try reload(original.replacing(eew, with: rotated + "," + train), expecting: "com.example.eew/production: replaced")
+        #expect(daemon.child.stderr.contains("com.example.train/production: kept"))
+        var failed: JSONValue?
+        for _ in 0..<200 {
+            let apps = try settledApps(2)
+            if apps["com.example.eew/production"]?["credentialCheck"]?["ok"]?.boolValue == false { failed = apps["com.example.eew/production"]; break }
+            usleep(50_000)
+        }
+        #expect(failed?["credentialCheck"]?["message"]?.stringValue?.contains("InvalidProviderToken") == true, "\(failed?.jsonText ?? "none")")
+
+        // A file that does not load: nothing changes, the daemon keeps serving.
+        try reload("{ not json", expecting: "nothing changed")
+        #expect(try settledApps(2).count == 2)
+        #expect(daemon.curl("GET", "/healthz", admin: false).status == 200)
+    }
+
+    /// A key may hold any character but NUL: the URL the daemon answers with still leads back to
+    /// the event (it is percent-encoded), so a backend can poll what it was given.
+    @Test func anEventsURLLeadsBackToItWhateverItsKey() throws {
+        let scenario = try FanoutScenario()
+        let daemon = try Daemon(scenario)
+        defer { _ = daemon.stop() }
+        let key = "eew 2026?#1 100%/東京"
+        let accepted = daemon.curl("POST", "/v1/events", body: startEvent(key: key, groups: [("region:0", 1, "odd key")], channel: "null"))
+        #expect(accepted.status == 202, "\(accepted.body)")
+        let url = try #require(try JSONParser.parse(accepted.body)["url"]?.stringValue)
+        #expect(url == "/v1/events/eew%202026%3F%231%20100%25/%E6%9D%B1%E4%BA%AC/1")
+        let finished = try daemon.waitForEvent(url)
+        #expect(finished["key"]?.stringValue == key, "\(finished.jsonText)")
+    }
 }
