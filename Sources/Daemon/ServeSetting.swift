@@ -46,8 +46,8 @@ public struct ServeSetting: Sendable {
             (input, field, config) throws(ConfigurationError) in config.adminTokenFile = try SettingValue.path(input, field: field)
         },
         ServeSetting("keepaliveSeconds", flag: "--keepalive", variable: "SOKUHO_KEEPALIVE", placeholder: "SECONDS",
-                     help: "PING an idle APNs connection this often, so NATs keep it (10–3600, default 300)") {
-            (input, field, config) throws(ConfigurationError) in config.keepalive = try SettingValue.seconds(input, field: field, in: 10...3600)
+                     help: "PING an idle APNs connection this often, so NATs keep it (1–3600, default 300)") {
+            (input, field, config) throws(ConfigurationError) in config.keepalive = try SettingValue.seconds(input, field: field, in: 1...3600)
         },
         ServeSetting("credentialCheckSeconds", flag: "--credential-check", variable: "SOKUHO_CREDENTIAL_CHECK", placeholder: "SECONDS",
                      help: "check each app's key with APNs this often (60–86400, default 3600)") {

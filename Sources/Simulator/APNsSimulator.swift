@@ -74,6 +74,10 @@ public final class APNsSimulator: Sendable {
     /// What the simulator has seen so far.
     public var counters: SimulatorCounters { shared.counters.withLock { $0 } }
 
+    /// Pushes accepted so far, without copying the counters' per-token table: cheap enough to poll
+    /// in a loop (`sokuho bench serve` spins on it to see a first push arrive).
+    public var acceptedCount: Int { shared.counters.withLock { $0.accepted } }
+
     /// Stops listening, drops every connection and ends the loop threads.
     /// Stops serving and joins the loop threads. Safe to call more than once (a test may stop the
     /// server mid-run and again when it cleans up); only the first call does anything.

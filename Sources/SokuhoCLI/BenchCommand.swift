@@ -42,6 +42,7 @@ enum BenchCommand {
         failed after retries, refused); 69 when the pool stopped because the server could not be
         reached or refused the credentials.
         """,
+        subcommands: [BenchServeCommand.spec],
         run: run)
 
     struct Result {

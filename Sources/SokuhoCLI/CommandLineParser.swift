@@ -20,6 +20,11 @@ public struct CommandLineParser: Sendable {
         var index = 0
         // Descend through sub-command names.
         while !command.subcommands.isEmpty {
+            // A command that runs by itself and has sub-commands (`bench`, `bench serve`) runs
+            // itself unless a sub-command's name comes next.
+            if command.run != nil, index >= arguments.count || (arguments[index].hasPrefix("-") && !["--help", "-h"].contains(arguments[index])) {
+                break
+            }
             guard index < arguments.count else { return .help(command, path: path) }
             let word = arguments[index]
             if word == "--help" || word == "-h" || word == "help" { return .help(command, path: path) }
@@ -94,11 +99,12 @@ public struct CommandLineParser: Sendable {
         var lines: [String] = []
         lines.append("\(path) — \(command.summary)")
         lines.append("")
-        if command.subcommands.isEmpty {
+        if command.subcommands.isEmpty || command.run != nil {
             let positionalText = command.positionals.map { $0.required ? $0.name : "[\($0.name)]" }.joined(separator: " ")
             lines.append("usage: \(path) \(command.usage)\(positionalText.isEmpty ? "" : " " + positionalText)")
-        } else {
-            lines.append("usage: \(path) <command> [options]")
+        }
+        if !command.subcommands.isEmpty {
+            lines.append(command.run == nil ? "usage: \(path) <command> [options]" : "   or: \(path) <command> [options]")
             lines.append("")
             lines.append("commands:")
             let width = command.subcommands.map(\.name.count).max() ?? 0

@@ -75,4 +75,19 @@ import Testing
         #expect(counts.values.reduce(0, +) == 100_000, "\(run)")
         #expect((counts["expired"] ?? 0) + (counts["unknown"] ?? 0) > 0, "\(run)")
     }
+
+    /// `bench serve`: every event reaches every phone on the connections the daemon opened at start
+    /// (the idle pool kept them through keep-alive PINGs), and the report has the figures the
+    /// README quotes. Times are printed, not asserted: a timed test on a shared machine proves nothing.
+    @Test func benchServeDeliversEveryEventOnTheWarmConnectionsAfterIdling() throws {
+        let run = sokuho(["bench", "serve", "--phones", "100", "--events", "2", "--keepalive", "1", "--idle", "1.5", "--json"])
+        #expect(run.code == .success, "\(run)")
+        let report = try JSONParser.parse(Array(run.line.utf8))
+        #expect(report["complete"]?.boolValue == true, "\(run)")
+        #expect(report["reconnects"]?.int64Value == 0, "\(run)")
+        #expect(report["events"]?.int64Value == 2)
+        let p99 = try #require(report["firstPushMs"]?["p99"]?.doubleValue, "\(run)")
+        #expect(p99 > 0 && p99 <= (report["firstPushMs"]?["max"]?.doubleValue ?? 0))
+        print("bench serve: first push p99 \(p99) ms")
+    }
 }
