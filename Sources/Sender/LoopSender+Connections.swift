@@ -52,6 +52,11 @@ extension LoopSender {
         defer {
             liveConnections.subtract(1, ordering: .sequentiallyConsistent)
             pool.connectionClosed()
+            // A draining connection finishes inside the loop's socket pass, after this sender's
+            // prepare armed the wake timer: without re-arming it for the reconnect, the loop slept
+            // until the next deadline with pushes queued (a fault run found a GOAWAY stalling the
+            // pool that way until every queued push expired).
+            armWakeTimer()
         }
         if let goAway {
             counters.goAways += 1
@@ -99,6 +104,16 @@ extension LoopSender {
         guard let generation = slot.lease?.generation else { return }
         pool.tokenAccepted(generation: generation)
         recordedAcceptedToken = true
+    }
+
+    /// Whether an `ExpiredProviderToken` confirms that APNs refuses this connection's token: it
+    /// came before any push was accepted on the connection, for the second time with this token.
+    /// Otherwise the connection is retired and the push resent on a new one, like any other
+    /// `ExpiredProviderToken` (a fault run found one sporadic answer halting the whole pool, when
+    /// the first answer alone decided).
+    func confirmedExpired(on slot: PooledConnection) -> Bool {
+        guard let generation = slot.lease?.generation else { return true }
+        return !slot.hadSuccess && pool.tokenExpiredOnFreshConnection(generation: generation)
     }
 
     /// Whether APNs' refusal of this connection's provider token points at this machine's clock

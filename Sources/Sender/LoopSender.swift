@@ -154,7 +154,7 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
 
     /// The loop sleeps until I/O or its earliest timer: wake it for the next delayed job, the next
     /// reconnect, and the earliest queued deadline.
-    private func armWakeTimer() {
+    func armWakeTimer() {
         // A due back-off only matters when the ready ring has room for it (else submitting or
         // expiring makes room first, and both wake the loop): no spinning on a full ring.
         var next = ready.free > 0 ? delayed.nextDue.map { MonotonicInstant(nanoseconds: $0) } ?? .distantFuture : .distantFuture
@@ -226,6 +226,7 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
             if !recordedAcceptedToken { recordAcceptedToken(on: slot) }
         }
         if let reason = error.reason, reason == .expiredProviderToken || reason == .invalidProviderToken,
+           reason == .invalidProviderToken || confirmedExpired(on: slot),
            let diagnosis = clockDiagnosis(reason, on: slot) {
             // A wrong clock does not fix itself by reconnecting: stop once, saying what to fix.
             pool.halt(.authOrConnectionFailure, message: diagnosis)

@@ -77,6 +77,21 @@ final class PoolState: Sendable {
     /// Whether APNs accepted a token of a generation before `generation`.
     func acceptedTokenBefore(generation: Int) -> Bool { firstAcceptedGeneration.load(ordering: .relaxed) < generation }
 
+    /// Generation → how many connections were told `ExpiredProviderToken` before APNs accepted
+    /// anything on them. Rare (a handful per hour at worst), so a lock is fine.
+    private let expiredOnFreshConnections = Mutex<[Int: Int]>([:])
+
+    /// Notes an `ExpiredProviderToken` for `generation` on a connection that had no push accepted
+    /// yet; whether that has now happened twice. A token APNs really considers expired (this
+    /// machine's clock behind APNs') is refused on every new connection, while a sporadic answer
+    /// comes among accepted pushes and must not stop every phone's warning.
+    func tokenExpiredOnFreshConnection(generation: Int) -> Bool {
+        expiredOnFreshConnections.withLock { counts in
+            counts[generation, default: 0] += 1
+            return counts[generation]! >= 2
+        }
+    }
+
     /// One connection has failed to connect `failFastAfter` times in a row (each connection reports
     /// it once). When all have and none ever opened, the server is unreachable: halt.
     func connectionGaveUp(_ error: TransportError) {

@@ -15,6 +15,10 @@ public struct SimulatorConfiguration: Sendable {
     public var bundles: Set<String> = []
     /// Answer every push this much later.
     public var latency: Duration = .zero
+    /// This fraction of answers comes `slowDelay` late instead (a fault run's responses slower
+    /// than the sender's deadline).
+    public var slowFraction = 0.0
+    public var slowDelay: Duration = .zero
     /// Reasons answered for a random fraction of otherwise valid pushes, e.g. ("InternalServerError", 0.01).
     public var faults: [(reason: String, fraction: Double)] = []
     /// Every this many device-push requests (counted over all connections), send GOAWAY naming that

@@ -251,7 +251,8 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
     }
 
     private func respond(_ connection: ServerConnection, _ request: ServerRequest, _ response: ServerResponse) {
-        connection.respond(streamID: request.streamID, response, delay: configuration.latency)
+        let slow = configuration.slowFraction > 0 && nextRandom() < configuration.slowFraction
+        connection.respond(streamID: request.streamID, response, delay: slow ? configuration.slowDelay : configuration.latency)
     }
 
     private func nextRandom() -> Double { uuids.unitInterval() }

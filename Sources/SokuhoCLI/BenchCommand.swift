@@ -25,6 +25,7 @@ enum BenchCommand {
             OptionSpec("--ping-timeout", value: "SECONDS", help: "retire a connection whose PING is not answered within SECONDS (default 2)"),
             OptionSpec("--latency-ms", value: "N", help: "built-in simulator only: answer every push N ms late"),
             OptionSpec("--simulator-threads", value: "N", help: "built-in simulator only: its loop threads (default: one per core)"),
+            OptionSpec("--faults", value: "SPEC", help: "built-in simulator only: a fault run (see below); e.g. random:7 or TooManyRequests=0.01,goaway=900,vanish=0.5:1"),
             OptionSpec("--target", value: "https://HOST:PORT", help: "an external HTTP/2 server instead of the built-in simulator"),
             OptionSpec("--ca-file", value: "PEM", help: "with --target: the CA of its certificate"),
             OptionSpec("--server-name", value: "NAME", help: "with --target: the TLS name to verify (default: the host)"),
@@ -41,6 +42,15 @@ enum BenchCommand {
         Exit status: 0 when every push was delivered; 1 when some ended otherwise (expired, unknown,
         failed after retries, refused); 69 when the pool stopped because the server could not be
         reached or refused the credentials.
+
+        --faults SPEC (comma-separated; random:SEED draws a mix of 3-6): latency=MS, REASON=FRACTION
+        (TooManyRequests, InternalServerError, ServiceUnavailable, ExpiredProviderToken, …),
+        retry-after=S, goaway=N, goaway-reason=TEXT, reset=N, stall=N, slow=FRACTION:MS,
+        vanish=AT:FOR, blackhole=AT:FOR, badcert=AT:FOR (seconds from the start). The pool then
+        retries connections until the deadline as the daemon does, and the run is judged by
+        invariants: one outcome per push, simulator accepted >= delivered and <= delivered +
+        unknown + expired, no phone pushed twice, the run ended by its deadline. Exit status
+        with --faults: 0 when they held (whatever the faults cost), 1 when one did not.
         """,
         subcommands: [BenchServeCommand.spec],
         run: run)
@@ -74,6 +84,8 @@ enum BenchCommand {
 
         var child: ChildSimulator?
         defer { child?.stop() }
+        var faulty: FaultyServer?
+        var plan: FaultPlan?
         var configuration: PoolConfiguration
         if let target = invocation.string("--target") {
             guard invocation.string("--latency-ms") == nil else { throw .usage("--latency-ms applies to the built-in simulator only, not to --target") }
@@ -85,8 +97,15 @@ enum BenchCommand {
             if invocation.string("--key") != nil { configuration.providerTokens = try APNsConnectionOptions.providerTokens(invocation) }
         } else {
             let simulatorThreads = try invocation.int("--simulator-threads", in: 1...64) ?? Int(SystemInfo.cores)
-            let simulator = try ChildSimulator.start(streams: streams, latencyMilliseconds: latency, threads: simulatorThreads)
-            child = simulator
+            let simulator: ChildSimulator
+            if let spec = invocation.string("--faults") {
+                let faults = try FaultPlan(spec, deadline: try invocation.double("--deadline", in: 0.001...86_400) ?? 30)
+                let server = try FaultyServer(streams: streams, latency: latency, threads: simulatorThreads, plan: faults)
+                (plan, faulty, simulator) = (faults, server, server.first)
+            } else {
+                simulator = try ChildSimulator.start(streams: streams, latencyMilliseconds: latency, threads: simulatorThreads)
+                child = simulator
+            }
             let tls: TLSConfiguration
             do { tls = try TLSConfiguration.client(caFile: simulator.caFile) } catch { throw CLIError(.software, error.description) }
             configuration = PoolConfiguration(host: "127.0.0.1", port: simulator.port, tls: tls)
@@ -104,9 +123,20 @@ enum BenchCommand {
         if let seconds = try invocation.double("--ping-after", in: 0.01...86_400) { configuration.pingAfterSilence = .seconds(seconds) }
         if let seconds = try invocation.double("--ping-timeout", in: 0.01...3_600) { configuration.pingTimeout = .seconds(seconds) }
 
+        if let plan, let faulty {
+            // Like the daemon's pools: an outage is waited out until the deadline, never a halt.
+            configuration.failFastAfterAttempts = .max
+            if !invocation.flag("--json") { invocation.console.print("faults        \(plan)") }
+            faulty.disrupt(plan)
+        }
         var result = measure(pushes: pushes, configuration: configuration, bundle: bundle, deadline: .seconds(deadline),
                              console: invocation.console)
         if let child { result.simulatorCPUSeconds = child.stop() }
+        if let plan, let faulty {
+            let server = faulty.finish()
+            result.simulatorCPUSeconds = server.cpuSeconds
+            return judge(result, plan: plan, server: server, deadline: deadline, invocation: invocation)
+        }
         report(result, invocation: invocation)
         if let path = invocation.string("--svg") {
             let title = "sokuho bench: \(pushes) pushes, \(connections) connections × \(streams) streams"
@@ -127,6 +157,24 @@ enum BenchCommand {
             throw CLIError(.refused, "\(pushes - delivered) of \(pushes) pushes were not delivered (\(list))")
         }
         return .success
+    }
+
+    /// A fault run's verdict: the invariants of `FaultPlan`, printed, and the exit status.
+    static func judge(_ result: Result, plan: FaultPlan, server: (accepted: Int, distinct: Int, cpuSeconds: Double), deadline: Double,
+                      invocation: Invocation) -> ExitCode {
+        let counters = result.counters
+        let delivered = result.delivered
+        let maybe = counters[.unknown] + counters[.expired]
+        // Closing connections and joining threads after the deadline takes a moment; more is a hang.
+        let checks: [(String, Bool)] = [
+            ("one outcome per push (\(counters.finished) of \(result.pushes))", counters.finished == result.pushes),
+            ("simulator accepted \(server.accepted) >= delivered \(delivered)", server.accepted >= delivered),
+            ("simulator accepted \(server.accepted) <= delivered + unknown + expired \(delivered + maybe)", server.accepted <= delivered + maybe),
+            ("no phone pushed twice (\(server.accepted - server.distinct) duplicates)", server.accepted == server.distinct),
+            ("ended by the deadline (\(fixed(result.seconds, 2)) s of \(fixed(deadline, 1)) s)", result.seconds <= deadline + 5),
+        ]
+        report(result, invocation: invocation, faults: (plan.description, server.accepted, checks))
+        return checks.allSatisfy(\.1) ? .success : .refused
     }
 
     static func measure(pushes: Int, configuration: PoolConfiguration, bundle: String, deadline: Duration, console: Console) -> Result {
@@ -182,7 +230,7 @@ enum BenchCommand {
         return DeliveryChart(title: title, subtitle: subtitle, seriesLabel: "answered", overTime: result.overTime, latency: result.latencies)
     }
 
-    static func report(_ result: Result, invocation: Invocation) {
+    static func report(_ result: Result, invocation: Invocation, faults: (spec: String, accepted: Int, checks: [(String, Bool)])? = nil) {
         let rate = result.pushesPerSecond
         let cpuPer100k = result.cpuSeconds * 100_000 / Double(result.pushes)
         if invocation.flag("--json") {
@@ -204,6 +252,16 @@ enum BenchCommand {
             if let simulator = result.simulatorCPUSeconds {
                 writer.key("simulatorCpuSecondsPer100k"); writer.double(round3(simulator * 100_000 / Double(result.pushes)))
             }
+            if let faults {
+                writer.key("faults"); writer.string(faults.spec)
+                writer.key("simulatorAccepted"); writer.int(faults.accepted)
+                writer.key("invariantsHeld"); writer.bool(faults.checks.allSatisfy(\.1))
+                writer.key("checks"); writer.beginArray()
+                for (text, held) in faults.checks {
+                    writer.beginObject(); writer.key("check"); writer.string(text); writer.key("held"); writer.bool(held); writer.endObject()
+                }
+                writer.endArray()
+            }
             writer.endObject()
             invocation.console.print(writer.string)
         } else {
@@ -216,6 +274,7 @@ enum BenchCommand {
             let outcomes = PushOutcome.allCases.filter { result.counters[$0] > 0 }.map { "\($0) \(result.counters[$0])" }
             invocation.console.print("outcomes      \(outcomes.joined(separator: ", "))")
             invocation.console.print("connections   \(result.counters.connectionsOpened) opened, retries \(result.counters.retries), resends \(result.counters.refusedResends + result.counters.unknownResends)")
+            for (text, held) in faults?.checks ?? [] { invocation.console.print((held ? "held          " : "VIOLATED      ") + text) }
         }
     }
 

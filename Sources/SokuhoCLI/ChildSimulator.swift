@@ -8,24 +8,32 @@ import JSONCore
 final class ChildSimulator {
     let pid: pid_t
     let port: Int
+    let managePort: Int
+    let certDirectory: String
     let caFile: String
     let keyFile: String
     let teamID: String
     let keyID: String
 
-    private init(pid: pid_t, port: Int, caFile: String, keyFile: String, teamID: String, keyID: String) {
+    private init(pid: pid_t, port: Int, managePort: Int, certDirectory: String, caFile: String, keyFile: String, teamID: String, keyID: String) {
         self.pid = pid
         self.port = port
+        self.managePort = managePort
+        self.certDirectory = certDirectory
         self.caFile = caFile
         self.keyFile = keyFile
         self.teamID = teamID
         self.keyID = keyID
     }
 
-    static func start(streams: Int, latencyMilliseconds: Int, threads: Int) throws(CLIError) -> ChildSimulator {
-        let certDirectory = TemporaryDirectory.make(prefix: "sokuho-bench")
-        let arguments = ["sokuho", "simulator", "--cert-dir", certDirectory, "--max-streams", String(streams),
-                         "--latency-ms", String(latencyMilliseconds), "--threads", String(threads), "--duration", "86400"]
+    /// `extra`: more `sokuho simulator` options (a fault run's); `certDirectory` and `ports` to
+    /// start it again where an earlier one ran (a fault run's server that vanishes and comes back).
+    static func start(streams: Int, latencyMilliseconds: Int, threads: Int, extra: [String] = [], certDirectory: String? = nil,
+                      ports: (push: Int, manage: Int)? = nil) throws(CLIError) -> ChildSimulator {
+        let certDirectory = certDirectory ?? TemporaryDirectory.make(prefix: "sokuho-bench")
+        var arguments = ["sokuho", "simulator", "--cert-dir", certDirectory, "--max-streams", String(streams),
+                         "--latency-ms", String(latencyMilliseconds), "--threads", String(threads), "--duration", "86400"] + extra
+        if let ports { arguments += ["--port", String(ports.push), "--manage-port", String(ports.manage)] }
         var pipeFDs: [Int32] = [0, 0]
         guard pipe(&pipeFDs) == 0 else { throw CLIError(.software, "pipe: \(String(cString: strerror(errno)))") }
         var actions = posix_spawn_file_actions_t()
@@ -56,7 +64,8 @@ final class ChildSimulator {
             waitpid(pid, &status, 0)
             throw CLIError(.software, "the simulator did not start (it printed '\(String(decoding: line, as: UTF8.self))')")
         }
-        return ChildSimulator(pid: pid, port: Int(port), caFile: ca, keyFile: key, teamID: team, keyID: keyID)
+        return ChildSimulator(pid: pid, port: Int(port), managePort: Int(json["managePort"]?.int64Value ?? 0), certDirectory: certDirectory,
+                              caFile: ca, keyFile: key, teamID: team, keyID: keyID)
     }
 
     /// Stops the simulator and returns the CPU seconds (user + sys) it used in all.

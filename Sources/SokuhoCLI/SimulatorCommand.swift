@@ -26,6 +26,8 @@ enum SimulatorCommand {
             OptionSpec("--goaway-after", value: "N", help: "every Nth push request (over all connections): GOAWAY on its connection"),
             OptionSpec("--retry-after", value: "SECONDS", help: "send Retry-After: SECONDS with every 429 and 503 (APNs does not document one)"),
             OptionSpec("--goaway-reason", value: "TEXT", help: "put {\"reason\":\"TEXT\"} in the --goaway-after GOAWAY's debug data (default: no debug data)"),
+            OptionSpec("--slow", value: "FRACTION=MS", help: "answer that fraction of requests MS late instead of --latency-ms (responses slower than a sender's deadline)"),
+            OptionSpec("--stats", value: "FILE", help: "at exit, write the counters as JSON: accepted, distinct tokens accepted, rejected by reason, connections"),
             OptionSpec("--reset-after", value: "N", help: "every Nth push request: drop its connection without GOAWAY (in-flight pushes get no answer)"),
             OptionSpec("--stall-after", value: "N", help: "the Nth push request (over all connections, once): its connection goes silent — no answers, PING or SETTINGS ACKs, WINDOW_UPDATEs — and stays open until the client closes it"),
             OptionSpec("--token-scope", value: "key|connection", help: "where TooManyProviderTokenUpdates is counted: per connection (default), or per team and key ID over all connections (a new token within 20 minutes of the key's previous new token is refused)"),
@@ -75,6 +77,16 @@ enum SimulatorCommand {
             }
             configuration.faults.append((String(text[..<equals]), fraction))
         }
+        if let text = invocation.string("--slow") {
+            guard let equals = text.firstIndex(of: "="), let fraction = Double(text[..<equals]), (0...1).contains(fraction),
+                  let milliseconds = Int(text[text.index(after: equals)...]), (0...600_000).contains(milliseconds) else {
+                throw .data("--slow must be FRACTION=MS, e.g. 0.001=40000, not '\(text)'")
+            }
+            configuration.slowFraction = fraction
+            configuration.slowDelay = .milliseconds(milliseconds)
+        }
+        // Duplicates are counted per token only when someone will read them.
+        if invocation.string("--stats") != nil { configuration.trackTokens = true }
         return configuration
     }
 
@@ -125,8 +137,34 @@ enum SimulatorCommand {
         simulator.stop()
         let counters = simulator.counters
         let rejected = counters.rejected.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        if let path = invocation.string("--stats") { try writeStats(counters, to: path) }
         invocation.console.error("simulator: accepted \(counters.accepted), rejected \(counters.rejectedTotal)\(rejected.isEmpty ? "" : " (\(rejected))"), connections \(counters.connections)\(counters.connectionsStalled > 0 ? " (\(counters.connectionsStalled) stalled)" : ""), channel requests \(counters.channelRequests)")
         return .success
+    }
+
+    /// `--stats FILE`: what a fault run compares with the sender's outcomes (written whole or not
+    /// at all: a temporary file renamed into place).
+    static func writeStats(_ counters: SimulatorCounters, to path: String) throws(CLIError) {
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("accepted"); writer.int(counters.accepted)
+        writer.key("distinctTokens"); writer.int(counters.acceptedPerToken.count)
+        writer.key("rejected"); writer.beginObject()
+        for (reason, count) in counters.rejected.sorted(by: { $0.key < $1.key }) { writer.key(reason); writer.int(count) }
+        writer.endObject()
+        writer.key("connections"); writer.int(counters.connections)
+        writer.key("goAwaysSent"); writer.int(counters.goAwaysSent)
+        writer.key("connectionsDropped"); writer.int(counters.connectionsDropped)
+        writer.key("connectionsStalled"); writer.int(counters.connectionsStalled)
+        writer.endObject()
+        let temporary = path + ".partial"
+        guard let file = fopen(temporary, "w") else { throw CLIError(.cantCreate, "--stats \(path): \(String(cString: strerror(errno)))") }
+        let bytes = writer.bytes
+        let written = fwrite(bytes, 1, bytes.count, file)
+        fclose(file)
+        guard written == bytes.count, rename(temporary, path) == 0 else {
+            throw CLIError(.ioError, "--stats \(path): \(String(cString: strerror(errno)))")
+        }
     }
 }
 

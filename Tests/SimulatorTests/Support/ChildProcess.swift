@@ -26,8 +26,20 @@ final class ChildProcess {
         posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_addopen(&actions, 0, stdin ?? "/dev/null", O_RDONLY, 0)
         let argv: [UnsafeMutablePointer<CChar>?] = ([program] + arguments).map { strdup($0) } + [nil]
+        // A clean signal state: this process may have signals blocked (an in-process `sokuho`
+        // command waits for SIGTERM/SIGHUP with them blocked), and a child inherits the mask — a
+        // shell with SIGCHLD blocked never returns from `wait`.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        var empty = sigset_t(), all = sigset_t()
+        sigemptyset(&empty)
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var child: pid_t = 0
-        let rc = posix_spawnp(&child, program, &actions, nil, argv, environ)
+        let rc = posix_spawnp(&child, program, &actions, &attributes, argv, environ)
+        posix_spawnattr_destroy(&attributes)
         posix_spawn_file_actions_destroy(&actions)
         for pointer in argv { free(pointer) }
         close(fds[1])

@@ -1,0 +1,70 @@
+import JSONCore
+import Testing
+
+/// Fault runs (`sokuho bench --faults`, the real binary with its own simulator as a child): each
+/// fault alone, then random mixes. Every run must keep the invariants (one outcome per push,
+/// accepted within delivered … delivered + unknown + expired, no phone pushed twice, ended by the
+/// deadline); and where a fault only costs time, nothing may expire — a pool that stalls after a
+/// GOAWAY until its deadline keeps the invariants but fails every phone it strands.
+@Suite struct FaultRunTests {
+    struct Run {
+        let code: Int32
+        let report: JSONValue
+        let text: String
+        func outcome(_ name: String) -> Int { Int(report["outcomes"]?[name]?.int64Value ?? -1) }
+    }
+
+    func bench(_ faults: String, pushes: Int = 5_000, deadline: Int = 5) throws -> Run {
+        let run = ChildProcess.run(SimulatorProcessTests.binary, ["bench", "--pushes", String(pushes), "--connections", "2", "--streams", "100",
+                                                                  "--deadline", String(deadline), "--faults", faults, "--json"])
+        let line = run.out.split(separator: "\n").last.map(String.init) ?? ""
+        let report = try JSONParser.parse(Array(line.utf8))
+        let text = "--faults \(faults): exit \(run.status)\n\(run.out)\(run.err)"
+        #expect(report["invariantsHeld"]?.boolValue == true, "\(text)")
+        #expect(run.status == 0, "\(text)")
+        #expect(report["faults"]?.stringValue?.isEmpty == false)
+        return Run(code: run.status, report: report, text: text)
+    }
+
+    /// Faults that cost time, never a phone: every push ends delivered (or unknown, where the
+    /// server dropped a connection with the push in flight), none expires or fails.
+    @Test(arguments: [
+        "goaway=900",                                   // no reason
+        "goaway=900,goaway-reason=Shutdown",            // a known one
+        "goaway=900,goaway-reason=SunspotActivity",     // one nobody listed
+        "reset=1200",
+        "TooManyRequests=0.02,retry-after=1",
+        "ServiceUnavailable=0.02",
+        "InternalServerError=0.02",
+        "ExpiredProviderToken=0.002",                   // sporadic: retried on a new connection, no halt
+        "latency=15",
+        "vanish=0.3:1",
+        "blackhole=0.3:1",
+        "badcert=0.3:0.8",
+    ])
+    func aFaultThatOnlyCostsTimeLosesNoPush(_ faults: String) throws {
+        let run = try bench(faults)
+        #expect(run.outcome("expired") == 0, "\(run.text)")
+        #expect(run.outcome("failedAfterRetry") == 0 && run.outcome("authOrConnectionFailure") == 0, "\(run.text)")
+        #expect(run.outcome("delivered") + run.outcome("deliveredAfterRetry") + run.outcome("unknown") == 5_000, "\(run.text)")
+    }
+
+    /// Answers slower than the deadline and a connection gone silent: those pushes end expired or
+    /// unknown, at most one connection's streams (100), the rest are delivered, and the run still
+    /// ends by its deadline. The deadline leaves room for finding the silence (PING after 2 s of
+    /// it, retired 2 s later): until then the pushes queued on that connection's loop wait.
+    @Test(arguments: ["slow=0.002:6000", "stall=1500"])
+    func aFaultThatHoldsAnswersBackCostsOnlyTheHeldPushes(_ faults: String) throws {
+        let run = try bench(faults, deadline: 10)
+        let held = run.outcome("expired") + run.outcome("unknown")
+        #expect(held <= 100, "\(run.text)")
+        #expect(run.outcome("delivered") + run.outcome("deliveredAfterRetry") + held == 5_000, "\(run.text)")
+    }
+
+    /// Mixes drawn from seeds (printed in the report): the invariants hold whatever the mix costs.
+    @Test(arguments: [11, 12, 13, 14] as [UInt64])
+    func aRandomMixOfFaultsKeepsTheInvariants(_ seed: UInt64) throws {
+        let run = try bench("random:\(seed)")
+        print("fault mix random:\(seed) = \(run.report["faults"]?.stringValue ?? "?"): \(run.report["outcomes"]?.jsonText ?? "")")
+    }
+}
