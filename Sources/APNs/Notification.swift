@@ -75,7 +75,15 @@ public struct Notification: Sendable {
             guard let text = receivedHeaders.value(named: name) else { return nil }
             return try parse(text)
         }
-        let pushType = try PushType(headerValue: pushTypeText)
+        // Exactly as Apple spells it: APNS.md §3 lists every `apns-push-type` value in lower case
+        // (`alert`, `liveactivity`, …). Whether APNs also takes `Alert` is UNCONFIRMED; refusing it
+        // is the stricter choice, so a sender that capitalises fails here before it fails at Apple.
+        guard let pushType = PushType(rawValue: pushTypeText) else {
+            let why = PushType(rawValue: pushTypeText.lowercased()).map { "push-type values are lower case: send '\($0.rawValue)'" }
+                ?? "use one of \(PushType.allCases.map(\.rawValue).joined(separator: ", "))"
+            throw ValidationError(field: HeaderName.pushType, "'\(HeaderValueText.printable(pushTypeText))' is not a push type; \(why)",
+                                  reason: .invalidPushType)
+        }
         let priority = try optional(HeaderName.priority) { (text) throws(ValidationError) in try Priority(headerValue: text) }
         let expiration = try optional(HeaderName.expiration) { (text) throws(ValidationError) in try Expiration(headerValue: text) }
         let collapseID = try optional(HeaderName.collapseID) { (text) throws(ValidationError) in try CollapseID(text) }

@@ -3,6 +3,12 @@ import JSONCore
 /// Checks a ready-made body (`sokuho send --payload FILE`, or what the simulator receives) against
 /// the rules a sender must follow: the size limit, valid JSON, an `aps` object where the push type
 /// needs one, and for Live Activities the event's required and forbidden keys and their types.
+///
+/// The reason each mistake carries follows APNS.md §9.3's split: "`BadRequestPayload` | unparseable
+/// JSON body" only for a body that is not JSON (or not a JSON object), and "`BadRequestParams` |
+/// unrecognised attribute in the JSON body" for well-formed JSON whose `aps` content is wrong. Apple's
+/// device-push table (§4) names neither; the same split is assumed there (UNCONFIRMED: Apple may
+/// even accept such a push and let the device drop it; refusing it is the stricter choice).
 public enum PayloadValidator {
     /// What a valid payload turned out to be.
     public struct Summary: Sendable, Equatable {
@@ -27,13 +33,18 @@ public enum PayloadValidator {
         let pushType = destination.pushType
         guard pushType.requiresAPSDictionary else { return Summary(event: nil, timestamp: nil) }
         guard let aps = root["aps"] else {
-            throw ValidationError(field: "aps", "is missing; a \(pushType.rawValue) payload keeps its keys in {\"aps\":{…}}", reason: .badRequestPayload)
+            throw ValidationError(field: "aps", "is missing; a \(pushType.rawValue) payload keeps its keys in {\"aps\":{…}}", reason: .badRequestParams)
         }
         guard aps.isObject else {
-            throw ValidationError(field: "aps", "is \(kind(aps)); it must be a JSON object {…}", reason: .badRequestPayload)
+            throw ValidationError(field: "aps", "is \(kind(aps)); it must be a JSON object {…}", reason: .badRequestParams)
         }
         guard pushType == .liveactivity else { return Summary(event: nil, timestamp: nil) }
-        return try validateLiveActivity(aps, destination: destination)
+        do {
+            return try validateLiveActivity(aps, destination: destination)
+        } catch {
+            // Well-formed JSON with wrong Live Activity content: BadRequestParams, not BadRequestPayload.
+            throw error.reason == nil ? ValidationError(field: error.field, error.message, reason: .badRequestParams) : error
+        }
     }
 
     private static func validateLiveActivity(_ aps: JSONValue, destination: PayloadDestination) throws(ValidationError) -> Summary {

@@ -4,8 +4,9 @@
 public enum PushType: String, Sendable, CaseIterable {
     case alert, background, liveactivity, voip, complication, fileprovider, location, mdm, pushtotalk, widgets, controls
 
-    /// Parses a received `apns-push-type` value (as a simulator sees it). APNs documents lower case;
-    /// broadcast docs also show `Liveactivity`, so case is ignored.
+    /// Parses a push type a person typed (`sokuho send --push-type Alert`), ignoring case; what is
+    /// sent is always `headerValue`, in lower case. A received header is matched exactly instead
+    /// (`Notification(receivedHeaders:)`): APNs documents lower-case values (APNS.md §3).
     public init(headerValue: String) throws(ValidationError) {
         guard let type = PushType(rawValue: headerValue.lowercased()) else {
             throw ValidationError(field: HeaderName.pushType,

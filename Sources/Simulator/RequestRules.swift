@@ -18,8 +18,8 @@ enum RequestRules {
         var detail: String = ""
     }
 
-    /// The route of `path`, or BadPath. Device tokens must be hex (BadDeviceToken) and present
-    /// (MissingDeviceToken).
+    /// The route of `path`, or BadPath. Device tokens must be hex (BadDeviceToken), at least
+    /// `minimumTokenHexDigits` long (BadDeviceToken) and present (MissingDeviceToken).
     static func route(method: String, path: String, managementPort: Bool) throws(Refusal) -> Route {
         // The common case first, without splitting the path: /3/device/<hex token>.
         if !managementPort, path.utf8.starts(with: devicePrefix) {
@@ -27,6 +27,9 @@ enum RequestRules {
             let token = path.utf8.dropFirst(devicePrefix.count)
             guard !token.isEmpty else { throw Refusal(reason: .missingDeviceToken) }
             guard token.count % 2 == 0, token.allSatisfy(isHexDigit) else { throw Refusal(reason: .badDeviceToken) }
+            guard token.count >= minimumTokenHexDigits else {
+                throw Refusal(reason: .badDeviceToken, detail: "\(token.count / 2) bytes; a device token has at least 32")
+            }
             let lowercase = token.allSatisfy { $0 < 65 || $0 > 70 }
             let text = String(Substring(token))
             return .devicePush(token: lowercase ? text : text.lowercased())
@@ -57,6 +60,14 @@ enum RequestRules {
     }
 
     private static let devicePrefix = Array("/3/device/".utf8)
+
+    /// The shortest token the simulator takes: 32 bytes (64 hex digits). APNS.md §6: "Don't assume
+    /// a device token length." Device tokens are 32 bytes today and push-to-start / update tokens
+    /// can be longer; nothing says how Apple answers a shorter one. The simulator assumes APNs
+    /// answers BadDeviceToken below today's 32 bytes (UNCONFIRMED; the stricter choice), so a
+    /// sender that truncates tokens, or a test that pushes to an 8-byte stand-in, fails here.
+    /// (The sender sets no minimum, as Apple advises; only the peer refuses.)
+    static let minimumTokenHexDigits = 64
 
     private static func isHexDigit(_ c: UInt8) -> Bool {
         (48...57).contains(c) || (97...102).contains(c) || (65...70).contains(c)
@@ -90,22 +101,51 @@ enum RequestRules {
         return notification
     }
 
+    /// `apns-push-type` spellings a broadcast takes: each is one Apple documents for broadcasts,
+    /// and nothing else (no lower-casing). APNS.md §9.1: "The table says "`Liveactivity`"; the
+    /// samples use `liveactivity`"; §9.3 `InvalidPushType`: "only `LiveActivity` allowed".
+    static let broadcastPushTypes: Set<String> = ["liveactivity", "Liveactivity", "LiveActivity"]
+
+    /// `apns-request-id` on broadcasts and channel management, when present, must be a canonical
+    /// UUID. APNS.md §9.1: "`apns-request-id` | optional | UUID string, echoed back"; §9.2:
+    /// "optional `apns-request-id` (canonical UUID, echoed or generated)". Apple names no reason for
+    /// a bad one; the simulator answers 400 `BadMessageId` (§9.3: "bad `apns-id`"), its closest
+    /// documented reason (UNCONFIRMED), and takes only the lower-case form APNs documents for IDs (§2).
+    static func checkRequestID(_ headers: [(name: String, value: String)]) throws(Refusal) {
+        guard let text = headers.first(where: { $0.name == HeaderName.requestID })?.value else { return }
+        do { _ = try APNsID(text, field: HeaderName.requestID) } catch {
+            throw Refusal(reason: .badMessageId, detail: error.description)
+        }
+    }
+
     /// A broadcast's headers and payload (the channel itself is checked against the channel table).
     static func checkBroadcast(headers: [(name: String, value: String)], body: [UInt8], bundle: String,
                                bundles: Set<String>) throws(Refusal) -> (channel: String, expiration: Int64) {
         func value(_ name: String) -> String? { headers.first { $0.name == name }?.value }
-        if !bundles.isEmpty && !bundles.contains(bundle) { throw Refusal(reason: .topicDisallowed, detail: bundle) }
+        // APNS.md §9.3: "400 | `TopicDisallowed` | topic not allowed; no push-type suffix on the bundle ID".
+        if let implied = PushType.split(topic: bundle).impliedType, implied.topicSuffix.hasPrefix(".push-type.") {
+            throw Refusal(reason: .topicDisallowed, detail: bundle)
+        }
+        // Another app's bundle: APNS.md §9.3: "403 | `TopicMismatch` | bundle IDs in the token or
+        // certificate don't include the topic in the path" (not the device table's TopicDisallowed).
+        if !bundles.isEmpty && !bundles.contains(bundle) { throw Refusal(reason: .topicMismatch, detail: bundle) }
         if let topic = value(HeaderName.topic), topic != bundle { throw Refusal(reason: .topicDisallowed, detail: topic) }
+        try checkRequestID(headers)
         guard let pushType = value(HeaderName.pushType) else { throw Refusal(reason: .missingPushType) }
-        guard pushType.lowercased() == "liveactivity" else { throw Refusal(reason: .invalidPushType, detail: pushType) }
+        guard broadcastPushTypes.contains(pushType) else { throw Refusal(reason: .invalidPushType, detail: pushType) }
         guard let channel = value(HeaderName.channelID), !channel.isEmpty else { throw Refusal(reason: .missingChannelId) }
         do { _ = try ChannelID(channel) } catch { throw Refusal(reason: .badChannelId, detail: channel) }
         guard let expirationText = value(HeaderName.expiration), let expiration = Int64(expirationText), expiration >= 0 else {
             throw Refusal(reason: .badExpirationDate, detail: "apns-expiration is required on broadcasts")
         }
-        if let priority = value(HeaderName.priority), !["1", "5", "10"].contains(priority) {
-            throw Refusal(reason: .badPriority, detail: priority)
+        // APNS.md §9.1: "`apns-priority` | yes | 10 / 5 / 1" — required on a broadcast, unlike a
+        // device push (where it defaults to 10). Apple names no reason for a missing one; the
+        // simulator answers §9.3's "400 | `BadPriority` | bad priority" (UNCONFIRMED; stricter than
+        // taking it as 10).
+        guard let priority = value(HeaderName.priority) else {
+            throw Refusal(reason: .badPriority, detail: "apns-priority is required on broadcasts")
         }
+        guard ["1", "5", "10"].contains(priority) else { throw Refusal(reason: .badPriority, detail: priority) }
         guard !body.isEmpty else { throw Refusal(reason: .payloadEmpty) }
         do {
             _ = try PayloadValidator.validate(body, for: .broadcast)
@@ -129,7 +169,13 @@ enum RequestRules {
                 guard let value = member.value.int64Value, value == 0 || value == 1 else { throw Refusal(reason: .badRequestParams) }
                 policy = Int(value)
             case "push-type":
-                guard member.value.stringValue?.lowercased() == "liveactivity" else { throw Refusal(reason: .invalidPushType) }
+                // Exactly the documented value. APNS.md §9.2: create body `{"message-storage-policy":
+                // 0|1, "push-type": "LiveActivity"}`; §9.3: "`InvalidPushType` | wrong push type; only
+                // `LiveActivity` allowed". Other spellings are refused (UNCONFIRMED whether Apple
+                // ignores case here; the stricter choice).
+                guard member.value.stringValue == "LiveActivity" else {
+                    throw Refusal(reason: .invalidPushType, detail: member.value.jsonText)
+                }
                 pushTypeOK = true
             default:
                 throw Refusal(reason: .badRequestParams, detail: member.key)

@@ -117,9 +117,15 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
                 accept(request, on: connection, state: &state, key: channel, identity: requestIDHeader(request))
             case let .channels(bundle):
                 shared.counters.withLock { $0.channelRequests += 1 }
+                try RequestRules.checkRequestID(request.headers)
                 try manageChannel(request, bundle: bundle, on: connection)
             case let .allChannels(bundle):
                 shared.counters.withLock { $0.channelRequests += 1 }
+                try RequestRules.checkRequestID(request.headers)
+                // Another app's channels: 403 TopicMismatch, as on /channels (APNS.md §9.3).
+                if !configuration.bundles.isEmpty && !configuration.bundles.contains(bundle) {
+                    throw RequestRules.Refusal(reason: .topicMismatch, detail: bundle)
+                }
                 var writer = JSONWriter()
                 writer.beginObject(); writer.key("channels"); writer.beginArray()
                 for channel in shared.channels.withLock({ ($0[bundle] ?? [:]).keys.sorted() }) { writer.string(channel) }
@@ -222,8 +228,11 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
         return id
     }
 
+    /// The request's own apns-request-id echoed, or a generated one when it sent none or a malformed
+    /// one (refused with BadMessageId, and not worth echoing).
     private func requestIDHeader(_ request: ServerRequest) -> [(name: String, value: String)] {
-        [(HeaderName.requestID, request.header(HeaderName.requestID) ?? APNsID.random(using: &uuids).text)]
+        if let given = request.header(HeaderName.requestID), (try? APNsID(given)) != nil { return [(HeaderName.requestID, given)] }
+        return [(HeaderName.requestID, APNsID.random(using: &uuids).text)]
     }
 
     /// Answers APNs' error: status, `{"reason":…}`, and the request's identity — apns-id on device

@@ -15,14 +15,17 @@ import Testing
         } catch { return .failure(error) }
     }
 
+    /// A 32-byte token, the shortest the simulator takes.
+    let token = String(repeating: "abcdef12", count: 8)
+
     @Test func pathsAndMethods() {
-        #expect(route("POST", "/3/device/ABCDEF12") == .success(.devicePush(token: "abcdef12")))
+        #expect(route("POST", "/3/device/" + token.uppercased()) == .success(.devicePush(token: token)))
         #expect(route("POST", "/4/broadcasts/apps/com.example.eew") == .success(.broadcast(bundle: "com.example.eew")))
         #expect(route("POST", "/1/apps/com.example.eew/channels", management: true) == .success(.channels(bundle: "com.example.eew")))
         #expect(route("DELETE", "/1/apps/com.example.eew/channels", management: true) == .success(.channels(bundle: "com.example.eew")))
         #expect(route("GET", "/1/apps/com.example.eew/all-channels", management: true) == .success(.allChannels(bundle: "com.example.eew")))
 
-        #expect(route("GET", "/3/device/abcdef12") == .failure(.init(reason: .methodNotAllowed, detail: "GET")))
+        #expect(route("GET", "/3/device/" + token) == .failure(.init(reason: .methodNotAllowed, detail: "GET")))
         #expect(route("PUT", "/1/apps/com.example.eew/channels", management: true).failure?.reason == .methodNotAllowed)
         #expect(route("POST", "/1/apps/com.example.eew/all-channels", management: true).failure?.reason == .methodNotAllowed)
         #expect(route("POST", "/3/device/").failure?.reason == .missingDeviceToken)
@@ -30,10 +33,12 @@ import Testing
         #expect(route("GET", "/3/device").failure?.reason == .methodNotAllowed)
         #expect(route("POST", "/3/device/xyz1").failure?.reason == .badDeviceToken)
         #expect(route("POST", "/3/device/abc").failure?.reason == .badDeviceToken)
-        #expect(route("POST", "/2/device/abcdef12").failure?.reason == .badPath)
+        #expect(route("POST", "/3/device/abcdef12").failure?.reason == .badDeviceToken)
+        #expect(route("POST", "/3/device/" + token.dropLast(2)).failure?.reason == .badDeviceToken)
+        #expect(route("POST", "/2/device/" + token).failure?.reason == .badPath)
         // Each port serves only its own routes.
         #expect(route("POST", "/1/apps/com.example.eew/channels").failure?.reason == .badPath)
-        #expect(route("POST", "/3/device/abcdef12", management: true).failure?.reason == .badPath)
+        #expect(route("POST", "/3/device/" + token, management: true).failure?.reason == .badPath)
     }
 
     @Test func duplicateHeaders() {
@@ -73,11 +78,13 @@ import Testing
     let channel = "AAAAAAAAAAAAAAAAAAAAAAAA"
 
     @Test func broadcastsNeedAnExpirationAndAChannel() {
-        let good: [(name: String, value: String)] = [("apns-push-type", "liveactivity"), ("apns-channel-id", channel), ("apns-expiration", "0")]
+        let good: [(name: String, value: String)] = [("apns-push-type", "liveactivity"), ("apns-channel-id", channel), ("apns-expiration", "0"),
+                                                     ("apns-priority", "10")]
         #expect(broadcast(good) == nil)
         #expect(broadcast(good.filter { $0.name != "apns-expiration" }) == .badExpirationDate)
         #expect(broadcast(good.filter { $0.name != "apns-channel-id" }) == .missingChannelId)
         #expect(broadcast(good.filter { $0.name != "apns-push-type" }) == .missingPushType)
+        #expect(broadcast(good.filter { $0.name != "apns-priority" }) == .badPriority)
         #expect(broadcast(good.map { $0.name == "apns-push-type" ? ($0.name, "alert") : $0 }) == .invalidPushType)
         #expect(broadcast(good.map { $0.name == "apns-channel-id" ? ($0.name, "not a channel!") : $0 }) == .badChannelId)
         #expect(broadcast(good + [("apns-topic", "com.example.other")]) == .topicDisallowed)
@@ -96,6 +103,7 @@ import Testing
         #expect(create(#"{"push-type":"LiveActivity"}"#).failure?.reason == .badRequestParams)
         #expect(create(#"{"message-storage-policy":0}"#).failure?.reason == .missingPushType)
         #expect(create(#"{"message-storage-policy":0,"push-type":"alert"}"#).failure?.reason == .invalidPushType)
+        #expect(create(#"{"message-storage-policy":0,"push-type":"liveactivity"}"#).failure?.reason == .invalidPushType)
         #expect(create(#"{"message-storage-policy":0,"push-type":"LiveActivity","extra":1}"#).failure?.reason == .badRequestParams)
         #expect(create("not json").failure?.reason == .badRequestPayload)
         #expect(create("").failure?.reason == .payloadEmpty)

@@ -104,9 +104,11 @@ final class RunningSimulator {
         return "bearer " + (try signer.token(issuedAt: issuedAt))
     }
 
-    /// Sends raw requests through `OneShotClient`, trusting the simulator's CA.
-    func perform(_ requests: [ClientRequest]) throws -> [ClientResult] {
-        let options = ClientConnectionOptions(host: "127.0.0.1", port: port, tls: try TLSConfiguration.client(caFile: certificates.ca))
+    /// Sends raw requests through `OneShotClient`, trusting the simulator's CA, to the push port
+    /// (or with `management`, to the channel-management port).
+    func perform(_ requests: [ClientRequest], management: Bool = false) throws -> [ClientResult] {
+        let options = ClientConnectionOptions(host: "127.0.0.1", port: management ? managePort : port,
+                                              tls: try TLSConfiguration.client(caFile: certificates.ca))
         return try OneShotClient.perform(requests, options: options, authorization: try authorization(),
                                          timeout: .seconds(10), streamsUntilFirstSuccess: 1).get()  // APNs' rule, as the simulator enforces it
     }
