@@ -11,6 +11,9 @@ import JSONCore
 enum PromoteClient {
     static func promote(_ configuration: ServeConfiguration, invocation: Invocation) throws(CLIError) -> ExitCode {
         guard let listen = configuration.listen.first else { throw CLIError(.config, "listen: no address to reach the daemon at") }
+        guard listen.port != 0 else {
+            throw CLIError(.config, "listen: \(listen) picks a free port, so --promote cannot know it; give the daemon's address with --listen HOST:PORT")
+        }
         let token: [UInt8]
         do { token = try Service.adminToken(fromFile: configuration.adminTokenFile) } catch {
             throw CLIError(.config, error.description)

@@ -35,6 +35,9 @@ enum StoreRestoreCommand {
         let replace = invocation.flag("--replace")
         try StoreAccess.requireOwner(directory, command: invocation.commandPath)
         try refuseLive(directory)
+        guard access(TokenStore.backupFile(backup), F_OK) == 0 else {
+            throw CLIError(.noInput, "no backup at \(TokenStore.backupFile(backup)); give the directory sokuho store backup wrote, or its data.mdb")
+        }
         let exists = access(directory + "/data.mdb", F_OK) == 0
         if exists && !replace {
             throw CLIError(.cantCreate, "\(directory) already holds a token store; pass --replace to replace it (the old one is kept as \(directory)/data.mdb.old-<time>), or restore into another --store DIR")
