@@ -1,6 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Crypto
+import Fanout
 import JSONCore
 import Simulator
 import Testing
@@ -99,6 +101,15 @@ import TokenStore
     @Test func aStandbySendsNothingFollowsTheShippedBackupAndDeliversOncePromoted() throws {
         let scenario = try FanoutScenario()
         let eligible = try Self.registerPhones(scenario)
+        // An event the primary had accepted and not finished when it backed up: the standby must
+        // not run it, the promoted standby must.
+        let pending = startEvent(key: "eew-pending", groups: [("region:0", 2, "pending")], channel: "null")
+        let now = TokenLineParser.realtimeMilliseconds()
+        let canonical = try FanoutEvent(json: Array(pending.utf8)).canonicalJSON
+        _ = try scenario.withStore { store in
+            try store.write([.putEventSerial(EventSerialRecord(eventKey: "eew-pending", serial: 1, bodyHash: SHA256.hash(canonical), phase: .sending,
+                                                               startedAt: now, updatedAt: now, body: canonical))])
+        }
         // The primary's backup, shipped later; the standby starts on an empty store of its own.
         let staging = scenario.directory + "/staging"
         #expect(Self.sokuho(["store", "backup", staging, "--store", scenario.store]).status == 0)
@@ -128,7 +139,9 @@ import TokenStore
         kill(daemon.child.pid, SIGHUP)
         let stats = Self.poll(daemon, "/v1/tokens/stats") { $0.body.contains(#""installations":40"#) }
         #expect(stats.body.contains(#""installations":40"#), "\(stats.body) \(daemon.child.stderr)")
+        usleep(300_000)
         #expect(scenario.running.counters.accepted == 0)
+        #expect(!daemon.curl("GET", "/v1/events/eew-pending/1").body.contains(#""state":"done""#))
 
         let configFile = scenario.directory + "/sokuho.json"
         // The test's daemon listens on a picked port; a deployment's configuration names its own.
@@ -139,6 +152,9 @@ import TokenStore
         let primary = Self.poll(daemon, "/readyz") { $0.status == 200 }
         #expect(primary.status == 200 && primary.body.contains(#""standby":false"#), "\(primary.body)")
         #expect(daemon.curl("GET", "/metrics", admin: false).body.contains("\nsokuho_standby 0\n"))
+        let resumed = try daemon.waitForEvent("/v1/events/eew-pending/1")
+        #expect(resumed["report"]?["delivered"]?.int64Value == Int64(eligible.count), "\(resumed.jsonText)")
+        #expect(promoted.out.contains("1 unfinished events resumed"), "\(promoted.out)")
 
         let accepted = daemon.curl("POST", "/v1/events", body: event)
         #expect(accepted.status == 202, "\(accepted.body)")
