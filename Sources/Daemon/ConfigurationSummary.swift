@@ -23,6 +23,9 @@ extension ServeConfiguration {
         lines.append("max body      \(maxBodyBytes) bytes")
         lines.append("status page   \(statusPage ? "on" : "off")")
         lines.append("file modes    " + (allowReadableKey ? "keys and token readable by group or others allowed" : "keys and token must be private (0600)"))
+        if standby {
+            lines.append("standby       yes: nothing is sent until promoted" + (standbyBackupFile.map { "; follows the backup at \($0)" } ?? ""))
+        }
         return lines.joined(separator: "\n")
     }
 
@@ -70,6 +73,8 @@ extension ServeConfiguration {
         writer.key("maxBodyBytes"); writer.int(maxBodyBytes)
         writer.key("statusPage"); writer.bool(statusPage)
         writer.key("allowReadableKey"); writer.bool(allowReadableKey)
+        writer.key("standby"); writer.bool(standby)
+        writer.key("standbyBackupFile"); if let standbyBackupFile { writer.string(standbyBackupFile) } else { writer.null() }
         writer.endObject()
         return writer.string
     }

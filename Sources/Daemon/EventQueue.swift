@@ -35,12 +35,12 @@ final class EventQueue: @unchecked Sendable {
     private var bulkWork: [String] = []
     private var stopping = false
     private var workers: [OSThread] = []
-    private let store: TokenStore
+    private let stores: StoreHolder
     private let finished: @Sendable (Entry, FanoutResult?) -> Void
     static let kept = 200
 
-    init(store: TokenStore, finished: @escaping @Sendable (Entry, FanoutResult?) -> Void) {
-        self.store = store
+    init(stores: StoreHolder, finished: @escaping @Sendable (Entry, FanoutResult?) -> Void) {
+        self.stores = stores
         self.finished = finished
         workers = [OSThread.start(name: "sokuho-urgent") { [unowned self] in self.work(urgentOnly: true) },
                    OSThread.start(name: "sokuho-events") { [unowned self] in self.work(urgentOnly: false) }]
@@ -117,7 +117,7 @@ final class EventQueue: @unchecked Sendable {
             options.urgent = entry.urgent
             let result: FanoutResult?
             var error: String?
-            do { result = try Fanout.run(entry.event, store: store, options: options) } catch let failure {
+            do { result = try Fanout.run(entry.event, store: stores.current, options: options) } catch let failure {
                 result = nil
                 error = failure.message
             }

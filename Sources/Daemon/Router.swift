@@ -12,7 +12,8 @@ import TokenStore
 ///   `GET /metrics`: no authentication (bind the API to loopback
 ///   or a private network; the default listens on 127.0.0.1 only).
 /// - backends, with `Authorization: Bearer <admin token>`: `POST /v1/events` (202 + its URL),
-///   `GET /v1/events`, `GET /v1/events/{key}/{serial}`, `GET /v1/tokens/stats`, and the channel
+///   `GET /v1/events`, `GET /v1/events/{key}/{serial}`, `GET /v1/tokens/stats`, `POST /v1/promote`
+///   (a standby becomes the primary; `Service+Standby.swift`), and the channel
 ///   routes of `ChannelRoutes.swift`.
 /// - phones, without the admin token: `/v1/installations…` (see `InstallationRoutes.swift`).
 final class Router: @unchecked Sendable {
@@ -46,9 +47,16 @@ final class Router: @unchecked Sendable {
         guard request.path.hasPrefix("/v1/") else {
             return .response(.error(status: 404, code: "not_found", message: "no such path: \(request.path)"))
         }
+        // A standby takes no registrations: phones retry, and reach the primary.
+        if service.isStandby, request.path.hasPrefix("/v1/installations") {
+            return .response(.error(status: 503, code: "standby", message: Service.standbyMessage))
+        }
         // Phones authenticate with their installation's secret, not the admin token.
         if let answer = installationAnswer(request, service: service) { return answer }
         if let refusal = Self.checkAdmin(request, service: service) { return .response(refusal) }
+        if service.isStandby, request.method != "GET", request.path.hasPrefix("/v1/channels") {
+            return .response(.error(status: 503, code: "standby", message: Service.standbyMessage))
+        }
         if let answer = channelAnswer(request, service: service) { return answer }
         switch (request.method, request.path) {
         case ("POST", "/v1/events"):
@@ -58,6 +66,20 @@ final class Router: @unchecked Sendable {
             writer.beginObject(); writer.key("events"); writer.beginArray()
             for entry in service.events.recent() { Self.write(entry, to: &writer) }
             writer.endArray(); writer.endObject()
+            return .response(.json(writer.bytes))
+        case ("POST", "/v1/promote"):
+            var writer = JSONWriter()
+            writer.beginObject()
+            switch service.promote() {
+            case let .promoted(message):
+                writer.key("promoted"); writer.bool(true)
+                writer.key("message"); writer.string(message)
+            case .alreadyPrimary:
+                writer.key("promoted"); writer.bool(false)
+                writer.key("message"); writer.string("already the primary")
+            }
+            writer.key("standby"); writer.bool(false)
+            writer.endObject()
             return .response(.json(writer.bytes))
         case ("GET", "/v1/tokens/stats"):
             return .response(tokenStatistics(service))
@@ -204,6 +226,10 @@ final class Router: @unchecked Sendable {
         }
         writer.endArray()
         writer.key("clockSynchronised"); writer.bool(clock.synchronised)
+        // A standby is not ready: a load balancer must send it nothing until it is promoted.
+        let standby = service.isStandby
+        if standby { ready = false }
+        writer.key("standby"); writer.bool(standby)
         writer.key("ready"); writer.bool(ready)
         writer.endObject()
         return .json(status: ready ? 200 : 503, writer.bytes)

@@ -87,6 +87,12 @@ public struct ServeConfiguration: Sendable {
     /// Accept a `.p8` key or admin token file that group or others can read. Off by default: either
     /// file lets whoever reads it push to every phone.
     public var allowReadableKey: Bool = false
+    /// A warm standby: pools connected and PINGed, credentials checked, nothing sent (events and
+    /// registrations answer 503 `standby`) until promoted.
+    public var standby: Bool = false
+    /// Where the primary's backup timer ships its latest backup: a standby applies it to its own
+    /// store whenever it changes. Nil: the standby's store is only what it was started with.
+    public var standbyBackupFile: String?
 
     /// The defaults; `load` fills in the rest.
     public init() {}

@@ -77,5 +77,15 @@ public struct ServeSetting: Sendable {
                      help: "accept a .p8 key or admin token file that group or others can read (refused by default)") {
             (input, field, config) throws(ConfigurationError) in config.allowReadableKey = try SettingValue.bool(input, field: field)
         },
+        ServeSetting("standby", flag: "--standby", variable: "SOKUHO_STANDBY", placeholder: nil,
+                     help: "run as a warm standby: connections up, nothing sent until promoted (sokuho serve --promote, or SIGUSR1)") {
+            (input, field, config) throws(ConfigurationError) in config.standby = try SettingValue.bool(input, field: field)
+        },
+        ServeSetting("standbyBackupFile", flag: "--standby-backup-file", variable: "SOKUHO_STANDBY_BACKUP_FILE", placeholder: "FILE",
+                     help: "with standby: the primary's shipped backup (a data.mdb, or its directory), applied when it changes (checked every 30 s and on SIGHUP)") {
+            (input, field, config) throws(ConfigurationError) in
+            if case .json(.null) = input { config.standbyBackupFile = nil; return }
+            config.standbyBackupFile = try SettingValue.absolutePath(input, field: field)
+        },
     ]
 }

@@ -15,7 +15,18 @@ import TokenStore
 /// and the HTTP API on its own thread. The API's routes are in `Router`; what it counts is in
 /// `ServiceMetrics`.
 public final class Service: Sendable {
-    let store: TokenStore
+    /// The open token store; a standby swaps it for each shipped backup (`Service+Standby.swift`).
+    var store: TokenStore { stores.current }
+    let stores: StoreHolder
+    /// True while a standby: nothing is sent, events and registrations answer 503 `standby`.
+    let standby: Atomic<Bool>
+    let follower: Mutex<BackupFollower?> = Mutex(nil)
+    /// The last shipped backup looked at (applied or refused), so an unchanged file is not copied again.
+    let followedBackup: Mutex<BackupStamp?> = Mutex(nil)
+    /// Wall-clock seconds when a shipped backup was last applied (0: never).
+    let backupAppliedAt = Atomic<Int>(0)
+    /// Where the standby's messages (a backup applied, a promotion) go; `sokuho serve` sets stderr.
+    let log: Mutex<@Sendable (String) -> Void> = Mutex({ _ in })
     let apps: Mutex<[AppRuntime]>
     let events: EventQueue
     let metrics = ServiceMetrics()
@@ -40,9 +51,12 @@ public final class Service: Sendable {
     /// finish, and binds the API (nothing is served until `start`).
     public init(configuration: ServeConfiguration) throws(ServiceError) {
         settings = Mutex(configuration)
+        let store: TokenStore
         do { store = try TokenStore(directory: configuration.storePath) } catch {
             throw ServiceError("storePath \(configuration.storePath): \(error.description)")
         }
+        stores = StoreHolder(store)
+        standby = Atomic(configuration.standby)
         adminToken = Mutex(try Self.readAdminToken(configuration.adminTokenFile))
         limiter = Mutex(configuration.rateLimit.map { RateLimiter(perSecond: Double($0.perSecond), burst: $0.burst) })
         let router = Router()
@@ -79,7 +93,7 @@ public final class Service: Sendable {
         }
         let metrics = self.metrics
         let retiring = RetiredRuntimes()
-        events = EventQueue(store: store) { entry, result in
+        events = EventQueue(stores: stores) { entry, result in
             metrics.eventFinished(entry, result)
             retiring.service?.shutDownIdleRetired()
         }
@@ -87,7 +101,9 @@ public final class Service: Sendable {
         self.server.withLock { $0 = server }
         router.service = self
         retiring.service = self
-        resume(pending)
+        // A standby runs nothing: what its store holds in `.sending` is the primary's business
+        // until a promotion (`promote`) resumes it.
+        if !configuration.standby { resume(pending) }
     }
 
     /// Starts answering the API and checking the apps' credentials (at once, then every
@@ -95,6 +111,7 @@ public final class Service: Sendable {
     public func start() {
         server.withLock { $0?.start() }
         startCredentialChecks(every: configuration.credentialCheckInterval)
+        startFollowingBackup()
     }
 
     /// (Re)starts the credential checks: every app at once, then every `interval`.
@@ -110,6 +127,7 @@ public final class Service: Sendable {
         let server = self.server.withLock { server -> HTTPServer? in defer { server = nil }; return server }
         server?.stop()
         credentialChecker.withLock { checker -> CredentialChecker? in defer { checker = nil }; return checker }?.stop()
+        follower.withLock { follower -> BackupFollower? in defer { follower = nil }; return follower }?.stop()
         events.stop()
         for runtime in apps.withLock({ $0 }) + retired.withLock({ $0 }) { runtime.shutdown() }
         store.close()
@@ -137,7 +155,7 @@ public final class Service: Sendable {
 
     /// Events accepted by an earlier run but not finished (a crash, a restart): queued again, so
     /// a 202 is never lost. Their deadline still runs from when they were accepted.
-    private func resume(_ pending: [EventSerialRecord]) {
+    func resume(_ pending: [EventSerialRecord]) {
         for record in pending {
             guard let event = try? FanoutEvent(json: record.body), let runtime = app(event.app, event.environment) else { continue }
             _ = events.submit(event, app: runtime)
@@ -155,6 +173,7 @@ public final class Service: Sendable {
 
     /// Validates, checks key and serial against what was sent, records and queues an event.
     func submit(_ body: [UInt8]) -> Submission {
+        if isStandby { return .refused(status: 503, code: "standby", message: Self.standbyMessage) }
         let event: FanoutEvent
         do { event = try FanoutEvent(json: body) } catch {
             return .refused(status: 400, code: "invalid_event", message: error.description)

@@ -105,10 +105,19 @@ final class ServiceMetrics: Sendable {
             text.family("sokuho_installations", .gauge, help: "Registered installations.")
             text.sample("sokuho_installations", [], statistics.installations)
         }
+        text.family("sokuho_standby", .gauge, help: "1 while this daemon is a standby (sends nothing until promoted), 0 on the primary.")
+        text.sample("sokuho_standby", [], service.isStandby ? 1 : 0)
+        if service.configuration.standbyBackupFile != nil {
+            text.family("sokuho_standby_backup_applied_timestamp_seconds", .gauge, help: "When the standby last applied a shipped backup (seconds since 1970; 0: not yet).")
+            text.sample("sokuho_standby_backup_applied_timestamp_seconds", [], service.backupAppliedAt.load(ordering: .acquiring))
+        }
         text.family("sokuho_clock_synchronised", .gauge, help: "1 when the kernel says the system clock is synchronised (provider tokens depend on it).")
         text.sample("sokuho_clock_synchronised", [], ClockStatus.current().synchronised ? 1 : 0)
         return text.text
     }
+
+    /// Drops the cached statistics (the standby swapped its store).
+    func forgetTokenStatistics() { tokenCache.withLock { $0 = nil } }
 
     /// Store statistics at most a minute old; `/metrics` and the status page share them, so
     /// neither scrapes nor page reloads rescan the store's keys.

@@ -30,6 +30,9 @@ enum StatusPage {
             <h1>Sokuho status</h1>
 
             """
+        if service.isStandby {
+            html += "<p class=\"warn\" id=\"standby\" style=\"font-size:1.4em\"><strong>STANDBY</strong>: this daemon sends nothing until promoted (sokuho serve --promote --config FILE, or SIGUSR1).</p>\n"
+        }
         appendClock(&html)
         appendApps(&html, service.apps.withLock { $0 })
         let (queued, running) = service.events.counts

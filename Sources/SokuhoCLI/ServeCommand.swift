@@ -13,11 +13,12 @@ enum ServeCommand {
     static let spec = CommandSpec(
         "serve",
         summary: "the push daemon: warm connections per app, the HTTP API for events, /metrics, /readyz",
-        usage: "[--config FILE] [overrides] [--check-config [--json]]",
+        usage: "[--config FILE] [overrides] [--check-config [--json] | --promote]",
         options: [
             OptionSpec("--config", value: "FILE", help: "the configuration file (JSON; see the README's \"Daemon configuration\")", environment: "SOKUHO_CONFIG"),
             OptionSpec("--check-config", help: "check the configuration, print a summary and exit"),
             OptionSpec("--json", help: "with --check-config: print the configuration, defaults filled in, as JSON"),
+            OptionSpec("--promote", help: "promote the standby running with this configuration (POST /v1/promote on its first listen address with its admin token) and exit"),
         ] + ServeSetting.all.map { setting in
             OptionSpec(setting.flag, value: setting.placeholder, help: setting.help, environment: setting.variable, repeatable: setting.repeatable)
         },
@@ -28,9 +29,16 @@ enum ServeCommand {
         are resumed by the next start). SIGHUP reloads the configuration file: apps whose key,
         ids, endpoints and pool are unchanged keep their warm connections; changed ones reconnect;
         listen, storePath, maxBodyBytes and statusPage take effect at the next restart. A file that
-        does not load changes nothing (the message says why). Its first line on stdout is
+        does not load changes nothing (the message says why); on a standby it
+        also looks at the shipped backup at once. Its first line on stdout is
         {"listen":["HOST:PORT",…]} with the bound ports. Under systemd (Type=notify) it reports
         READY=1 once it listens.
+
+        With --standby it connects and checks credentials but sends nothing: events and
+        registrations answer 503 "standby", /readyz answers 503. It applies the backup shipped to
+        standbyBackupFile whenever it changes. It becomes the primary only when told: SIGUSR1, or
+        sokuho serve --promote --config FILE (exit 0 promoted or already primary, 69 daemon
+        unreachable, 1 refused). Never automatically: a partitioned primary would keep sending too.
 
         exit codes: 0 configuration valid / stopped by a signal · 64 usage · 66 configuration file
                     missing · 78 configuration invalid or the daemon cannot start (the message names
@@ -40,6 +48,7 @@ enum ServeCommand {
 
     static func run(_ invocation: Invocation) throws(CLIError) -> ExitCode {
         let configuration = try load(invocation)
+        if invocation.flag("--promote") { return try PromoteClient.promote(configuration, invocation: invocation) }
         if invocation.flag("--check-config") {
             invocation.console.print(invocation.flag("--json") ? configuration.json : configuration.summary)
             return .success
@@ -65,10 +74,16 @@ enum ServeCommand {
     /// Runs the daemon until SIGTERM or SIGINT; SIGHUP reloads the configuration (`Service.reload`).
     static func serve(_ configuration: ServeConfiguration, invocation: Invocation) throws(CLIError) -> ExitCode {
         // Before any thread starts, so no thread but this one ever takes these signals.
-        SignalWait.block(including: [SIGHUP])
+        SignalWait.block(including: [SIGHUP, SIGUSR1])
         let service: Service
         do { service = try Service(configuration: configuration) } catch {
             throw CLIError(.config, error.description)
+        }
+        let environment = invocation.environment
+        let console = invocation.console
+        service.setLog { line in
+            console.error(line)
+            if line.contains("promoted to primary") { SystemdNotify.send("STATUS=primary", environment: environment) }
         }
         service.start()
         let addresses = zip(configuration.listen, service.ports).map { Endpoint(host: $0.host, port: $1).description }
@@ -79,10 +94,16 @@ enum ServeCommand {
         writer.endArray(); writer.endObject()
         invocation.console.print(writer.string)
         invocation.console.error("sokuho serve: listening on \(addresses.joined(separator: ", ")); apps \(configuration.apps.map { "\($0.bundleID.text) (\($0.environment.rawValue))" }.joined(separator: ", "))")
-        SystemdNotify.send("READY=1\nSTATUS=listening on \(addresses.joined(separator: ", "))", environment: invocation.environment)
+        let role = service.isStandby ? "standby (sends nothing until promoted), " : ""
+        SystemdNotify.send("READY=1\nSTATUS=\(role)listening on \(addresses.joined(separator: ", "))", environment: invocation.environment)
         while true {
-            let signal = SignalWait.next(including: [SIGHUP])
+            let signal = SignalWait.next(including: [SIGHUP, SIGUSR1])
+            if signal == SIGUSR1 {
+                if service.promote() == .alreadyPrimary { invocation.console.error("sokuho serve: SIGUSR1: already the primary") }
+                continue
+            }
             guard signal == SIGHUP else { break }
+            service.followBackup()
             SystemdNotify.send("RELOADING=1", environment: invocation.environment)
             do {
                 let report = try service.reload(try load(invocation))

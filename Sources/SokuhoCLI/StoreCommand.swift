@@ -2,9 +2,10 @@
 enum StoreCommand {
     static let spec = CommandSpec(
         "store",
-        summary: "back up and check the token store",
+        summary: "back up, restore and check the token store",
         subcommands: [
             StoreBackupCommand.spec,
             StoreCheckCommand.spec,
+            StoreRestoreCommand.spec,
         ])
 }

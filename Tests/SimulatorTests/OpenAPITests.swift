@@ -167,6 +167,9 @@ import Testing
         let list = client.call("GET", "/v1/events", expect: 200)
         #expect(try JSONParser.parse(list.body)["events"]?.arrayValue?.count == 1)
         #expect(client.error(client.call("GET", "/v1/events/eew-none/1", expect: 404)).code == "not_found")
+        // Not a standby: promoting answers that it already is the primary.
+        let promotion = client.call("POST", "/v1/promote", expect: 200)
+        #expect(try JSONParser.parse(promotion.body)["promoted"] == .bool(false), "\(promotion.body)")
         let statistics = client.call("GET", "/v1/tokens/stats", expect: 200)
         #expect(try JSONParser.parse(statistics.body)["installations"]?.int64Value == 4, "\(statistics.body)")
 

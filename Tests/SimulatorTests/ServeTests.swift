@@ -423,17 +423,22 @@ import Testing
         for round in 0..<5 {
             let id = "same-phone-\(round)"
             _ = writeFile(scenario.directory, "body.json", body.replacing("same-phone", with: id))
-            // Eight curl processes at once, each printing "<status> <body>" on one line.
-            let script = (0..<8).map { _ in
-                "curl -sS -w ' %{http_code}\\n' -o - -H 'Content-Type: application/json' --data-binary @\(file) http://127.0.0.1:\(daemon.port)/v1/installations &"
+            // Eight curl processes at once, each writing its body and status to files of its own
+            // (one shared pipe would interleave their writes).
+            let script = (0..<8).map { index in
+                "curl -sS -o \(scenario.directory)/body\(index) -w '%{http_code}' -H 'Content-Type: application/json' "
+                    + "--data-binary @\(file) http://127.0.0.1:\(daemon.port)/v1/installations > \(scenario.directory)/status\(index) &"
             }.joined(separator: "\n") + "\nwait\n"
             let run = ChildProcess.run("sh", ["-c", script])
-            let answers = run.out.split(separator: "\n").map { String($0) }
-            #expect(answers.count == 8, "\(run.out) \(run.err)")
-            let created = answers.filter { $0.hasSuffix(" 201") }
+            let answers = (0..<8).map { index in
+                (status: String(decoding: readFile(scenario.directory + "/status\(index)"), as: UTF8.self),
+                 body: String(decoding: readFile(scenario.directory + "/body\(index)"), as: UTF8.self))
+            }
+            #expect(run.status == 0, "\(run.err)")
+            let created = answers.filter { $0.status == "201" }
             #expect(created.count == 1, "\(answers)")
-            #expect(answers.filter { $0.hasSuffix(" 409") }.count == 7, "\(answers)")
-            let json = try JSONParser.parse(String(try #require(created.first).dropLast(4)))
+            #expect(answers.filter { $0.status == "409" }.count == 7, "\(answers)")
+            let json = try JSONParser.parse(try #require(created.first).body)
             let secret = try #require(json["secret"]?.stringValue)
             let changed = daemon.curl("PUT", "/v1/installations/\(id)", body: Self.registration(nil, pushToStart: FanoutScenario.token(2)), admin: false,
                                       headers: ["Authorization: Installation \(secret)"])
@@ -456,8 +461,9 @@ import Testing
         func settledApps(_ count: Int) throws -> [String: JSONValue] {
             for _ in 0..<200 {
                 let body = daemon.curl("GET", "/readyz", admin: false).body
+                // Settled: each app checked, and its two connections up unless its check failed.
                 if let apps = try? JSONParser.parse(body)["apps"]?.arrayValue, apps.count == count,
-                   apps.allSatisfy({ $0["credentialCheck"] != .null && ($0["connectionsUp"]?.int64Value ?? 0) > 0 || $0["credentialCheck"]?["ok"]?.boolValue == false }) {
+                   apps.allSatisfy({ $0["credentialCheck"] != .null && $0["connectionsUp"]?.int64Value == 2 || $0["credentialCheck"]?["ok"]?.boolValue == false }) {
                     return Dictionary(uniqueKeysWithValues: apps.map { ($0["app"]?.stringValue ?? "", $0) })
                 }
                 usleep(50_000)

@@ -1,0 +1,148 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import IO
+import Synchronization
+import TokenStore
+
+/// The store a `Service` reads and writes. One holder, shared with the event queue, so a standby
+/// can swap the store for a newer backup without either keeping the old one.
+final class StoreHolder: Sendable {
+    private let store: Mutex<TokenStore>
+
+    init(_ store: TokenStore) { self.store = Mutex(store) }
+
+    var current: TokenStore { store.withLock { $0 } }
+
+    /// Runs `body` with the store under the lock: nobody gets the store meanwhile.
+    func replace(_ body: (inout TokenStore) throws(StoreError) -> Void) throws(StoreError) {
+        try store.withLock { (store: inout TokenStore) throws(StoreError) -> Void in try body(&store) }
+    }
+}
+
+/// What identifies one shipped backup: a new ship changes its modification time or size.
+struct BackupStamp: Equatable, Sendable {
+    var seconds: Int
+    var nanoseconds: Int
+    var size: Int
+}
+
+/// How a promotion went.
+public enum Promotion: Sendable, Equatable {
+    /// Was a standby, is the primary now; the message says what was applied and resumed.
+    case promoted(String)
+    case alreadyPrimary
+}
+
+/// The warm standby (issue 13): a `Service` started with `standby` keeps its pools connected and
+/// its credentials checked but sends nothing, follows the backups the primary ships to
+/// `standbyBackupFile`, and becomes the primary only when told (`promote`). Never by itself:
+/// without a coordinator that both nodes trust, a standby cannot tell a dead primary from a
+/// partitioned one, and two senders mean two starts on every phone.
+extension Service {
+    static let standbyMessage = "this daemon is a standby and sends nothing; send to the primary, or promote this one (sokuho serve --promote --config FILE, or kill -USR1 its pid)"
+
+    public var isStandby: Bool { standby.load(ordering: .acquiring) }
+
+    /// Where the standby's messages go (one line each).
+    public func setLog(_ log: @escaping @Sendable (String) -> Void) { self.log.withLock { $0 = log } }
+
+    func startFollowingBackup() {
+        guard isStandby, configuration.standbyBackupFile != nil else { return }
+        follower.withLock {
+            $0 = BackupFollower(interval: .seconds(30)) { [weak self] in self?.followBackup() }
+        }
+    }
+
+    /// Applies the shipped backup when it changed since the last look (SIGHUP, the follower's
+    /// timer, a promotion). Only a standby does: a primary's store is its own.
+    public func followBackup() {
+        guard isStandby, let message = applyShippedBackup() else { return }
+        let log = self.log.withLock { $0 }
+        log(message)
+    }
+
+    /// Checks `standbyBackupFile`; when its stamp changed, copies and checks it next to the
+    /// store, then swaps the open store for it. Returns what happened, or nil when nothing did.
+    private func applyShippedBackup() -> String? {
+        guard let path = configuration.standbyBackupFile else { return nil }
+        return followedBackup.withLock { last -> String? in
+            let file = TokenStore.backupFile(path)
+            var info = stat()
+            guard stat(file, &info) == 0 else { return nil } // nothing shipped yet
+            let stamp = BackupStamp(seconds: Int(info.st_mtim.tv_sec), nanoseconds: Int(info.st_mtim.tv_nsec), size: Int(info.st_size))
+            guard stamp != last else { return nil }
+            // Remembered either way: a broken file is reported once, not copied again every 30 s;
+            // the next ship changes the stamp.
+            last = stamp
+            do throws(StoreError) {
+                let staged = try TokenStore.stageRestore(backup: file, into: configuration.storePath)
+                try stores.replace { (store: inout TokenStore) throws(StoreError) in
+                    // Nothing is written on a standby; closing stops the writer thread. Readers
+                    // holding the old store finish on its (unlinked) file.
+                    store.close()
+                    do throws(StoreError) { try staged.install(keepOldAs: nil) } catch { staged.discard(); throw error }
+                    store = try TokenStore(directory: configuration.storePath)
+                }
+                metrics.forgetTokenStatistics()
+                backupAppliedAt.store(Int(TokenLineParser.realtimeMilliseconds() / 1000), ordering: .releasing)
+                return "sokuho serve: standby: applied the backup \(file): \(staged.report.installations) installations, \(staged.report.tokens) tokens"
+            } catch {
+                return "sokuho serve: standby: the backup \(file) was not applied (\(error.description)); keeping the store as it was"
+            }
+        }
+    }
+
+    /// Makes a standby the primary: a last look at the shipped backup, then the events its store
+    /// holds as accepted and unfinished are resumed, and events and registrations are accepted.
+    public func promote() -> Promotion {
+        // One promotion: the follower is stopped first, so no backup swaps the store afterwards.
+        guard isStandby else { return .alreadyPrimary }
+        follower.withLock { follower -> BackupFollower? in defer { follower = nil }; return follower }?.stop()
+        let applied = applyShippedBackup()
+        guard standby.compareExchange(expected: true, desired: false, ordering: .acquiringAndReleasing).exchanged else {
+            return .alreadyPrimary
+        }
+        let pending = (try? store.eventSerials(in: .sending)) ?? []
+        resume(pending)
+        var message = "sokuho serve: promoted to primary: sending from now on"
+        if let applied { message += "; " + applied.dropFirst("sokuho serve: standby: ".count) }
+        message += "; \(pending.count) unfinished events resumed"
+        let log = self.log.withLock { $0 }
+        log(message)
+        return .promoted(message)
+    }
+}
+
+/// The standby's thread that looks at the shipped backup at start and then every `interval`.
+final class BackupFollower: @unchecked Sendable {
+    // @unchecked: `stopping` is guarded by `lock`; `thread` is written once before anyone joins.
+    private let lock = ConditionLock()
+    private var stopping = false
+    private var thread: OSThread?
+
+    init(interval: Duration, check: @escaping @Sendable () -> Void) {
+        thread = OSThread.start(name: "sokuho-standby") { [unowned self] in
+            repeat { check() } while waitOrStop(interval)
+        }
+    }
+
+    private func waitOrStop(_ interval: Duration) -> Bool {
+        let deadline = MonotonicInstant.now() + interval
+        return lock.withLock {
+            while !stopping, MonotonicInstant.now() < deadline { lock.wait(until: deadline) }
+            return !stopping
+        }
+    }
+
+    func stop() {
+        lock.withLock { stopping = true; lock.broadcast() }
+        thread?.join()
+        thread = nil
+    }
+}
+
+extension Service {
+    /// The admin token in `path`, as the daemon reads it (`sokuho serve --promote` sends it).
+    public static func adminToken(fromFile path: String) throws(ServiceError) -> [UInt8] { try readAdminToken(path) }
+}
