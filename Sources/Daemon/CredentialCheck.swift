@@ -29,37 +29,11 @@ struct CredentialCheck: Sendable {
     private static func now() -> Int64 { Int64(TokenLineParser.realtimeMilliseconds() / 1000) }
 }
 
-/// The thread that checks every app's credentials at start and then every `interval`.
-final class CredentialChecker: @unchecked Sendable {
-    // @unchecked: `stopping` is guarded by `lock`; `thread` is written once before anyone joins.
-    private let lock = ConditionLock()
-    private var stopping = false
-    private var thread: OSThread?
-
-    init(interval: Duration, apps: @escaping @Sendable () -> [AppRuntime]) {
-        thread = OSThread.start(name: "sokuho-creds") { [unowned self] in
-            repeat {
-                for runtime in apps() {
-                    if lock.withLock({ stopping }) { return }
-                    _ = CredentialCheck.run(runtime)
-                }
-            } while waitOrStop(interval)
+/// The credential checks of every app: at start, then every `interval`.
+enum CredentialChecker {
+    static func start(interval: Duration, apps: @escaping @Sendable () -> [AppRuntime]) -> PeriodicThread {
+        PeriodicThread(name: "sokuho-creds", interval: interval) { stopping in
+            for runtime in apps() where !stopping() { _ = CredentialCheck.run(runtime) }
         }
-    }
-
-    /// Waits `interval`; false when told to stop meanwhile.
-    private func waitOrStop(_ interval: Duration) -> Bool {
-        let deadline = MonotonicInstant.now() + interval
-        return lock.withLock {
-            while !stopping, MonotonicInstant.now() < deadline { lock.wait(until: deadline) }
-            return !stopping
-        }
-    }
-
-    /// Ends the thread; a check under way finishes first (its own timeout bounds it).
-    func stop() {
-        lock.withLock { stopping = true; lock.broadcast() }
-        thread?.join()
-        thread = nil
     }
 }

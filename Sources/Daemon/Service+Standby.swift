@@ -50,7 +50,8 @@ extension Service {
     func startFollowingBackup() {
         guard isStandby, configuration.standbyBackupFile != nil else { return }
         follower.withLock {
-            $0 = BackupFollower(interval: .seconds(30)) { [weak self] in self?.followBackup() }
+            // The standby's look at the shipped backup: at start, then every 30 s.
+            $0 = PeriodicThread(name: "sokuho-standby", interval: .seconds(30)) { [weak self] _ in self?.followBackup() }
         }
     }
 
@@ -98,7 +99,7 @@ extension Service {
     public func promote() -> Promotion {
         // One promotion: the follower is stopped first, so no backup swaps the store afterwards.
         guard isStandby else { return .alreadyPrimary }
-        follower.withLock { follower -> BackupFollower? in defer { follower = nil }; return follower }?.stop()
+        follower.withLock { follower -> PeriodicThread? in defer { follower = nil }; return follower }?.stop()
         let applied = applyShippedBackup()
         guard standby.compareExchange(expected: true, desired: false, ordering: .acquiringAndReleasing).exchanged else {
             return .alreadyPrimary
@@ -111,34 +112,6 @@ extension Service {
         let log = self.log.withLock { $0 }
         log(message)
         return .promoted(message)
-    }
-}
-
-/// The standby's thread that looks at the shipped backup at start and then every `interval`.
-final class BackupFollower: @unchecked Sendable {
-    // @unchecked: `stopping` is guarded by `lock`; `thread` is written once before anyone joins.
-    private let lock = ConditionLock()
-    private var stopping = false
-    private var thread: OSThread?
-
-    init(interval: Duration, check: @escaping @Sendable () -> Void) {
-        thread = OSThread.start(name: "sokuho-standby") { [unowned self] in
-            repeat { check() } while waitOrStop(interval)
-        }
-    }
-
-    private func waitOrStop(_ interval: Duration) -> Bool {
-        let deadline = MonotonicInstant.now() + interval
-        return lock.withLock {
-            while !stopping, MonotonicInstant.now() < deadline { lock.wait(until: deadline) }
-            return !stopping
-        }
-    }
-
-    func stop() {
-        lock.withLock { stopping = true; lock.broadcast() }
-        thread?.join()
-        thread = nil
     }
 }
 

@@ -20,7 +20,7 @@ public final class Service: Sendable {
     let stores: StoreHolder
     /// True while a standby: nothing is sent, events and registrations answer 503 `standby`.
     let standby: Atomic<Bool>
-    let follower: Mutex<BackupFollower?> = Mutex(nil)
+    let follower: Mutex<PeriodicThread?> = Mutex(nil)
     /// The last shipped backup looked at (applied or refused), so an unchanged file is not copied again.
     let followedBackup: Mutex<BackupStamp?> = Mutex(nil)
     /// Wall-clock seconds when a shipped backup was last applied (0: never).
@@ -39,7 +39,7 @@ public final class Service: Sendable {
     var configuration: ServeConfiguration { settings.withLock { $0 } }
     var rateLimiter: RateLimiter? { limiter.withLock { $0 } }
     private let server: Mutex<HTTPServer?> = Mutex(nil)
-    let credentialChecker: Mutex<CredentialChecker?> = Mutex(nil)
+    let credentialChecker: Mutex<PeriodicThread?> = Mutex(nil)
     /// Channel requests of the API under way (each holds a thread while APNs answers).
     let channelRequests = Atomic<Int>(0)
     /// Installation ids whose first registration is being written (see `Router.register`).
@@ -116,8 +116,8 @@ public final class Service: Sendable {
 
     /// (Re)starts the credential checks: every app at once, then every `interval`.
     func startCredentialChecks(every interval: Duration) {
-        credentialChecker.withLock { checker -> CredentialChecker? in defer { checker = nil }; return checker }?.stop()
-        let fresh = CredentialChecker(interval: interval) { [weak self] in self?.apps.withLock { $0 } ?? [] }
+        credentialChecker.withLock { checker -> PeriodicThread? in defer { checker = nil }; return checker }?.stop()
+        let fresh = CredentialChecker.start(interval: interval) { [weak self] in self?.apps.withLock { $0 } ?? [] }
         credentialChecker.withLock { $0 = fresh }
     }
 
@@ -126,8 +126,8 @@ public final class Service: Sendable {
     public func stop() {
         let server = self.server.withLock { server -> HTTPServer? in defer { server = nil }; return server }
         server?.stop()
-        credentialChecker.withLock { checker -> CredentialChecker? in defer { checker = nil }; return checker }?.stop()
-        follower.withLock { follower -> BackupFollower? in defer { follower = nil }; return follower }?.stop()
+        credentialChecker.withLock { checker -> PeriodicThread? in defer { checker = nil }; return checker }?.stop()
+        follower.withLock { follower -> PeriodicThread? in defer { follower = nil }; return follower }?.stop()
         events.stop()
         for runtime in apps.withLock({ $0 }) + retired.withLock({ $0 }) { runtime.shutdown() }
         store.close()

@@ -33,7 +33,7 @@ enum BenchServeCommand {
         """,
         run: run)
 
-    static let bundle = "com.example.eew"
+    static let bundle = DemoCommand.app
 
     static func run(_ invocation: Invocation) throws(CLIError) -> ExitCode {
         let phones = try invocation.int("--phones", in: 1...1_000_000) ?? 1000
@@ -48,17 +48,7 @@ enum BenchServeCommand {
         let directory = TemporaryDirectory.make(prefix: "sokuho-bench-serve")
         defer { DemoCommand.removeTree(directory) }
 
-        let certificates: SimulatorCertificates
-        let simulator: APNsSimulator
-        do {
-            certificates = try SimulatorCertificates.prepare(directory: directory + "/certs")
-            var configuration = SimulatorConfiguration()
-            configuration.trustedKeys = [try certificates.trustedTestKey()]
-            configuration.bundles = [bundle]
-            simulator = try APNsSimulator(configuration: configuration, certificates: certificates)
-        } catch {
-            throw CLIError(.software, "the simulator did not start: \(error)")
-        }
+        let (certificates, simulator) = try DemoCommand.startSimulator(directory: directory)
         defer { simulator.stop() }
         // The store is filled, then closed: the daemon opens it as `sokuho serve` would.
         do {

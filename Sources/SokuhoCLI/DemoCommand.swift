@@ -41,17 +41,7 @@ enum DemoCommand {
         let directory = TemporaryDirectory.make(prefix: "sokuho-demo")
         defer { removeTree(directory) }
 
-        let certificates: SimulatorCertificates
-        let simulator: APNsSimulator
-        do {
-            certificates = try SimulatorCertificates.prepare(directory: directory + "/certs")
-            var configuration = SimulatorConfiguration()
-            configuration.trustedKeys = [try certificates.trustedTestKey()]
-            configuration.bundles = [app]
-            simulator = try APNsSimulator(configuration: configuration, certificates: certificates)
-        } catch {
-            throw CLIError(.software, "the simulator did not start: \(error)")
-        }
+        let (certificates, simulator) = try startSimulator(directory: directory)
         defer { simulator.stop() }
         let store: TokenStore
         do { store = try TokenStore(directory: directory + "/store") } catch { throw StoreAccess.cliError(error) }
@@ -101,6 +91,20 @@ enum DemoCommand {
         }
         if failed { throw CLIError(.software, "the simulator's accepted count differs from the reports' delivered count") }
         return .success
+    }
+
+    /// The simulator in this process, for the demo's app only, with certificates and the test key
+    /// in `directory/certs` (the demo and `bench serve`).
+    static func startSimulator(directory: String) throws(CLIError) -> (SimulatorCertificates, APNsSimulator) {
+        do {
+            let certificates = try SimulatorCertificates.prepare(directory: directory + "/certs")
+            var configuration = SimulatorConfiguration()
+            configuration.trustedKeys = [try certificates.trustedTestKey()]
+            configuration.bundles = [app]
+            return (certificates, try APNsSimulator(configuration: configuration, certificates: certificates))
+        } catch {
+            throw CLIError(.software, "the simulator did not start: \(error)")
+        }
     }
 
     /// What the demo's store holds.
