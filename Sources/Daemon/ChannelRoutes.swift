@@ -116,8 +116,10 @@ extension Router {
         }
     }
 
+    /// A channel id is base64 and may hold `/`, `+` and `=`: percent-encoded in its URL.
     static func channelURL(_ id: ChannelID, _ runtime: AppRuntime) -> String {
-        Self.channelsPath + "/" + id.text + "?app=" + runtime.app.bundleID.text + "&environment=" + runtime.app.environment.rawValue
+        Self.channelsPath + "/" + percentEncoded(id.text, keepingSlash: false) + "?app=" + runtime.app.bundleID.text
+            + "&environment=" + runtime.app.environment.rawValue
     }
 
     /// The app named by `?app=…&environment=…`.

@@ -144,13 +144,18 @@ final class Router: @unchecked Sendable {
 
     /// `/v1/events/{key}/{serial}` with the key percent-encoded: a key may hold any character but
     /// NUL ("eew 2026?#1"), and its URL must lead back to it (the server decodes the path).
-    static func eventURL(_ id: String) -> String {
+    static func eventURL(_ id: String) -> String { "/v1/events/" + percentEncoded(id, keepingSlash: true) }
+
+    /// Every byte but the unreserved ones (and `/` when `keepingSlash`) as %XX.
+    static func percentEncoded(_ text: String, keepingSlash: Bool) -> String {
         let digits = Array("0123456789ABCDEF".utf8)
-        var bytes = Array("/v1/events/".utf8)
-        for byte in id.utf8 {
+        var bytes: [UInt8] = []
+        for byte in text.utf8 {
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "/"), UInt8(ascii: ":"):
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: ":"):
+                bytes.append(byte)
+            case UInt8(ascii: "/") where keepingSlash:
                 bytes.append(byte)
             default:
                 bytes += [UInt8(ascii: "%"), digits[Int(byte >> 4)], digits[Int(byte & 0x0f)]]

@@ -232,14 +232,14 @@ import Testing
         #expect(client.error(typo).message?.contains("storage") == true, "\(typo.body)")
         let created = client.call("POST", "/v1/channels", body: #"{"app":"\#(testBundle)","environment":"production","storagePolicy":1}"#, expect: 201)
         let channel = try #require((try? JSONParser.parse(created.body))?["channel"]?.stringValue, "\(created.body)")
-        #expect(created.header("Location")?.hasPrefix("/v1/channels/\(channel)?") == true, "\(created.headers)")
+        #expect(created.header("Location")?.hasPrefix("/v1/channels/\(pathSegment(channel))?") == true, "\(created.headers)")
         let after = client.call("GET", "/v1/channels?\(query)", expect: 200)
         #expect((try? JSONParser.parse(after.body))?["channels"]?.arrayValue?.contains(.string(channel)) == true, "\(before.body) → \(after.body)")
 
-        client.call("DELETE", "/v1/channels/\(channel)", expect: 400)
-        let deleted = client.call("DELETE", "/v1/channels/\(channel)?\(query)", expect: 200)
+        client.call("DELETE", "/v1/channels/\(pathSegment(channel))", expect: 400)
+        let deleted = client.call("DELETE", "/v1/channels/\(pathSegment(channel))?\(query)", expect: 200)
         #expect((try? JSONParser.parse(deleted.body))?["alreadyDeleted"] == .bool(false), "\(deleted.body)")
-        client.call("DELETE", "/v1/channels/\(channel)?\(query)", expect: 200)
+        client.call("DELETE", "/v1/channels/\(pathSegment(channel))?\(query)", expect: 200)
 
         // Readiness gains the credential check per app (null before the first one).
         let ready = client.waitUntilReady()

@@ -361,11 +361,11 @@ import Testing
         #expect(listed.status == 200, "\(listed.body)")
         #expect(try JSONParser.parse(listed.body)["channels"]?.arrayValue?.compactMap(\.stringValue).contains(channel) == true, "\(listed.body)")
 
-        let deleted = daemon.curl("DELETE", "/v1/channels/\(channel)" + query)
+        let deleted = daemon.curl("DELETE", "/v1/channels/\(pathSegment(channel))" + query)
         #expect(deleted.status == 200, "\(deleted.body)")
         #expect(try JSONParser.parse(deleted.body)["alreadyDeleted"]?.boolValue == false)
         // Deleting it again (a retry after a lost answer) succeeds: the channel is gone either way.
-        let again = daemon.curl("DELETE", "/v1/channels/\(channel)" + query)
+        let again = daemon.curl("DELETE", "/v1/channels/\(pathSegment(channel))" + query)
         #expect(again.status == 200, "\(again.body)")
         #expect(try JSONParser.parse(again.body)["alreadyDeleted"]?.boolValue == true)
         let after = daemon.curl("GET", "/v1/channels" + query)

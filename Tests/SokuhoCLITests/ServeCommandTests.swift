@@ -33,7 +33,7 @@ import Testing
         #expect(out.isEmpty)
         #expect(err.hasPrefix("sokuho serve: \(config): listen[0]: must be HOST:PORT"))
         let valid = fixture.configFile(fixture.json())
-        let (flagCode, _, flagErr) = fixture.files.run(["serve", "--config", valid, "--check-config", "--keepalive", "1"])
+        let (flagCode, _, flagErr) = fixture.files.run(["serve", "--config", valid, "--check-config", "--keepalive", "0"])
         #expect(flagCode == .config && flagErr.contains("--keepalive: must be a whole number of seconds"))
     }
 

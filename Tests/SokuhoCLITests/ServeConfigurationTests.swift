@@ -46,7 +46,7 @@ import Testing
         ("unknown field", #"{"apps": [@APP], "adminTokenFile": "@TOKEN", "keepaliveSecond": 10}"#, "keepaliveSecond", "check its spelling"),
         ("unknown app field", #"{"apps": [@APP, {"bundleID": "com.example.b", "keyfile": "x"}], "adminTokenFile": "@TOKEN"}"#, "apps[1].keyfile", "not a field of an app"),
         ("repeated field", #"{"apps": [@APP], "adminTokenFile": "@TOKEN", "storePath": "/a", "storePath": "/b"}"#, "storePath", "appears twice"),
-        ("wrong type", #"{"apps": [@APP], "adminTokenFile": "@TOKEN", "keepaliveSeconds": "300"}"#, "keepaliveSeconds", "whole number of seconds from 10 to 3600"),
+        ("wrong type", #"{"apps": [@APP], "adminTokenFile": "@TOKEN", "keepaliveSeconds": "300"}"#, "keepaliveSeconds", "whole number of seconds from 1 to 3600"),
         ("not an object", #"["apps"]"#, "configuration", "must be a JSON object"),
         ("not JSON", #"{"apps": "#, "configuration", "not valid JSON"),
         ("port 65536", #"{"apps": [@APP], "adminTokenFile": "@TOKEN", "listen": ["127.0.0.1:65536"]}"#, "listen[0]", "port from 0 to 65535"),
@@ -120,8 +120,8 @@ import Testing
 
     @Test func aBadValueFromAVariableOrFlagNamesIt() throws {
         let fixture = try ServeConfigFixture()
-        let fromVariable = #expect(throws: ConfigurationError.self) { try fixture.load(fixture.json(), environment: ["SOKUHO_KEEPALIVE": "5"]) }
-        #expect(fromVariable?.description == "SOKUHO_KEEPALIVE: must be a whole number of seconds from 10 to 3600, not '5'")
+        let fromVariable = #expect(throws: ConfigurationError.self) { try fixture.load(fixture.json(), environment: ["SOKUHO_KEEPALIVE": "0"]) }
+        #expect(fromVariable?.description == "SOKUHO_KEEPALIVE: must be a whole number of seconds from 1 to 3600, not '0'")
         let fromFlag = #expect(throws: ConfigurationError.self) { try fixture.load(fixture.json(), flags: ["--listen": ["localhost"]]) }
         #expect(fromFlag?.field == "--listen")
         let store = #expect(throws: ConfigurationError.self) { try fixture.load(fixture.json(), flags: ["--store": ["relative"]]) }

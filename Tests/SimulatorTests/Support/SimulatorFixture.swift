@@ -149,3 +149,17 @@ extension ClientResult {
         return json["reason"]?.stringValue
     }
 }
+
+/// `text` as one URL path segment: every byte but the unreserved ones as %XX (a base64 channel id
+/// holds `/`, `+` and `=`).
+func pathSegment(_ text: String) -> String {
+    var out = ""
+    for byte in text.utf8 {
+        if (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a) || "-._~".utf8.contains(byte) {
+            out.append(Character(UnicodeScalar(byte)))
+        } else {
+            out += "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 0x0f, radix: 16, uppercase: true)
+        }
+    }
+    return out
+}
