@@ -532,4 +532,25 @@ import Testing
         let finished = try daemon.waitForEvent(url)
         #expect(finished["key"]?.stringValue == key, "\(finished.jsonText)")
     }
+
+    /// What phones registered over the API survives a restart: every installation is still there,
+    /// and a secret handed out before the restart still works after it.
+    @Test func aRestartKeepsEveryRegistrationAndItsSecret() throws {
+        let scenario = try FanoutScenario()
+        var daemon = try Daemon(scenario, extra: #","rateLimit":{"perSecond":100000,"burst":100000}"#)
+        let bodies = (0..<50).map { Self.registration("kept-\($0)", pushToStart: FanoutScenario.token($0)) }
+        #expect(daemon.postMany("/v1/installations", bodies, in: scenario.directory).allSatisfy { $0 == "201" })
+        let created = daemon.curl("POST", "/v1/installations", body: Self.registration(nil, pushToStart: FanoutScenario.token(99)), admin: false)
+        let json = try JSONParser.parse(created.body)
+        let id = try #require(json["installationId"]?.stringValue), secret = try #require(json["secret"]?.stringValue)
+        #expect(daemon.stop() == 0)
+
+        daemon = try Daemon(scenario)
+        defer { _ = daemon.stop() }
+        let stats = try JSONParser.parse(daemon.curl("GET", "/v1/tokens/stats").body)
+        #expect(stats["installations"]?.int64Value == 51, "\(stats.jsonText)")
+        let moved = daemon.curl("PUT", "/v1/installations/\(id)", body: Self.registration(nil, pushToStart: FanoutScenario.token(100)), admin: false,
+                                headers: ["Authorization: Installation \(secret)"])
+        #expect(moved.status == 200, "\(moved.body)")
+    }
 }
