@@ -1,4 +1,5 @@
 import IO
+import Synchronization
 
 /// A thread that runs `body` at once and then every `interval` until stopped: the daemon's
 /// credential checks and a standby's look at the shipped backup. `stop` wakes it from its wait and
@@ -29,5 +30,12 @@ final class PeriodicThread: @unchecked Sendable {
         lock.withLock { stopping = true; lock.broadcast() }
         thread?.join()
         thread = nil
+    }
+}
+
+extension Mutex where Value == PeriodicThread? {
+    /// Stops the thread held here, if any, and forgets it (outside the lock: `stop` joins).
+    func stopThread() {
+        withLock { thread -> PeriodicThread? in defer { thread = nil }; return thread }?.stop()
     }
 }

@@ -99,7 +99,7 @@ extension Service {
     public func promote() -> Promotion {
         // One promotion: the follower is stopped first, so no backup swaps the store afterwards.
         guard isStandby else { return .alreadyPrimary }
-        follower.withLock { follower -> PeriodicThread? in defer { follower = nil }; return follower }?.stop()
+        follower.stopThread()
         let applied = applyShippedBackup()
         guard standby.compareExchange(expected: true, desired: false, ordering: .acquiringAndReleasing).exchanged else {
             return .alreadyPrimary

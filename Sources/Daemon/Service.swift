@@ -116,7 +116,7 @@ public final class Service: Sendable {
 
     /// (Re)starts the credential checks: every app at once, then every `interval`.
     func startCredentialChecks(every interval: Duration) {
-        credentialChecker.withLock { checker -> PeriodicThread? in defer { checker = nil }; return checker }?.stop()
+        credentialChecker.stopThread()
         let fresh = CredentialChecker.start(interval: interval) { [weak self] in self?.apps.withLock { $0 } ?? [] }
         credentialChecker.withLock { $0 = fresh }
     }
@@ -126,8 +126,8 @@ public final class Service: Sendable {
     public func stop() {
         let server = self.server.withLock { server -> HTTPServer? in defer { server = nil }; return server }
         server?.stop()
-        credentialChecker.withLock { checker -> PeriodicThread? in defer { checker = nil }; return checker }?.stop()
-        follower.withLock { follower -> PeriodicThread? in defer { follower = nil }; return follower }?.stop()
+        credentialChecker.stopThread()
+        follower.stopThread()
         events.stop()
         for runtime in apps.withLock({ $0 }) + retired.withLock({ $0 }) { runtime.shutdown() }
         store.close()
