@@ -250,6 +250,29 @@ import Testing
         #expect(check.status == 0, "store check after the full disk: \(check.out) \(check.err)")
     }
 
+    @Test func aStoreCreatedOnAFullDiskIsADiskFullErrorNotABusError() throws {
+        // LMDB writes its lock file through a shared mmap: on a full tmpfs a sparse lock file made
+        // the first open die of SIGBUS (exit 135) before any error could be reported.
+        let directory = temporaryDirectory("sokuho-nospace")
+        let mount = directory + "/disk"
+        try Self.mountTmpfs(mount, size: "1m")
+        defer { Self.unmount(mount) }
+        let store = mount + "/store"
+        let lines = directory + "/tokens.jsonl"
+        let generated = ChildProcess.run("sh", ["-c", "\"$0\" tokens generate --count 10 > \"$1\"", SimulatorProcessTests.binary, lines])
+        try #require(generated.status == 0, "\(generated.err)")
+        let filler = Self.fill(mount)
+        let run = ChildProcess.run(SimulatorProcessTests.binary, ["tokens", "import", lines, "--store", store])
+        print("a new store on a full disk: exit \(run.status): \(run.err.prefix(300))")
+        #expect(run.status == 74, "exit \(run.status) (135 is SIGBUS): \(run.err.prefix(2000))")
+        #expect(run.err.contains("the disk holding the token store at \(store) is full"), "the error does not name the full disk: \(run.err.prefix(2000))")
+        unlink(filler)
+        let again = ChildProcess.run(SimulatorProcessTests.binary, ["tokens", "import", lines, "--store", store])
+        #expect(again.status == 0, "with space again: exit \(again.status): \(again.err.prefix(2000))")
+        let check = ChildProcess.run(SimulatorProcessTests.binary, ["store", "check", "--store", store])
+        #expect(check.status == 0, "\(check.out) \(check.err)")
+    }
+
     @Test func aFanoutOnAFullDiskFailsNamingTheFullDiskAndTheStoreStillOpensAndTheEventCompletesLater() throws {
         let scenario = try FanoutScenario()
         try Self.mountTmpfs(scenario.store, size: "4m")
