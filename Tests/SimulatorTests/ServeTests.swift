@@ -425,10 +425,12 @@ import Testing
         for round in 0..<5 {
             let id = "same-phone-\(round)"
             _ = writeFile(scenario.directory, "body.json", body.replacing("same-phone", with: id))
-            // Eight curl processes at once, each printing "<status> <body>" on one line.
-            let script = (0..<8).map { _ in
-                "curl -sS -w ' %{http_code}\\n' -o - -H 'Content-Type: application/json' --data-binary @\(file) http://127.0.0.1:\(daemon.port)/v1/installations &"
-            }.joined(separator: "\n") + "\nwait\n"
+            // Eight curl processes at once, each printing "<body> <status>" on one line into a
+            // file of its own (on one shared stdout, curl's separate writes of body and status
+            // interleave), printed once all are done.
+            let script = (0..<8).map { n in
+                "curl -sS -w ' %{http_code}\\n' -o - -H 'Content-Type: application/json' --data-binary @\(file) http://127.0.0.1:\(daemon.port)/v1/installations > \(scenario.directory)/answer-\(round)-\(n) &"
+            }.joined(separator: "\n") + "\nwait\ncat \(scenario.directory)/answer-\(round)-*\n"
             let run = ChildProcess.run("sh", ["-c", script])
             let answers = run.out.split(separator: "\n").map { String($0) }
             #expect(answers.count == 8, "\(run.out) \(run.err)")

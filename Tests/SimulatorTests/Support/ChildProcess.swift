@@ -25,9 +25,20 @@ final class ChildProcess {
         posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
         posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_addopen(&actions, 0, stdin ?? "/dev/null", O_RDONLY, 0)
+        // An empty signal mask: posix_spawn hands the child the calling thread's, and the test
+        // runner's worker threads block nearly every signal, SIGCHLD included. A shell that runs
+        // jobs with `&` then waits for SIGCHLD in sigsuspend forever (its children stay zombies):
+        // ServeTests' concurrent registrations hung that way for minutes.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
         let argv: [UnsafeMutablePointer<CChar>?] = ([program] + arguments).map { strdup($0) } + [nil]
         var child: pid_t = 0
-        let rc = posix_spawnp(&child, program, &actions, nil, argv, environ)
+        let rc = posix_spawnp(&child, program, &actions, &attributes, argv, environ)
+        posix_spawnattr_destroy(&attributes)
         posix_spawn_file_actions_destroy(&actions)
         for pointer in argv { free(pointer) }
         close(fds[1])
