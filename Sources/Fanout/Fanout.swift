@@ -78,9 +78,13 @@ public enum Fanout {
             firstStartedAt = same.startedAt
         }
         // Recorded before anything is sent: a crash from here on is resumed, never repeated blind.
-        // A run that started records a report (empty so far), so a resumed run counts it in `runs`.
+        // A run that started records a report that counts it (empty so far: `FanoutReport()` is
+        // one run), so a resumed run counts it in `runs`; a resumed run counts itself too, or
+        // every killed run after the first would be forgotten (11 kills reported `runs` 2).
+        var startedReport = earlier ?? FanoutReport()
+        if earlier != nil { startedReport.runs += 1 }
         let record = EventSerialRecord(eventKey: event.key, serial: event.serial, bodyHash: bodyHash, phase: .sending,
-                                       startedAt: firstStartedAt, updatedAt: startedAt, report: (earlier ?? FanoutReport()).json, body: event.canonicalJSON)
+                                       startedAt: firstStartedAt, updatedAt: startedAt, report: startedReport.json, body: event.canonicalJSON)
         try storeCall { () throws(StoreError) in _ = try store.write([.putEventSerial(record)], durable: false) }
 
         // The event's clock: its deadline and expiration run from its first run, not this one.

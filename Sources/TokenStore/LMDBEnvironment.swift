@@ -28,6 +28,11 @@ final class LMDBEnvironment: @unchecked Sendable {
             // MDB_NOTLS: read transactions are not tied to threads, so a reader may hop threads and
             // one thread may hold several. Readers and the writer thread share the environment.
             let flags = UInt32(MDB_NOTLS) | (readOnly ? UInt32(MDB_RDONLY) : 0) | (exclusive ? UInt32(MDB_NOLOCK) : 0)
+            if !exclusive {
+                var readers: UInt32 = 0
+                try LMDB.check(mdb_env_get_maxreaders(env, &readers), "mdb_env_get_maxreaders", at: directory)
+                try Self.allocateLockFile(directory, readers: readers)
+            }
             try LMDB.check(mdb_env_open(env, directory, flags, 0o640), "mdb_env_open", at: directory)
         } catch {
             mdb_env_close(env)
@@ -38,6 +43,23 @@ final class LMDBEnvironment: @unchecked Sendable {
     }
 
     deinit { mdb_env_close(handle) }
+
+    /// Allocates `lock.mdb`'s blocks before LMDB maps it. LMDB creates the lock file with
+    /// `ftruncate` (a sparse file) and writes its header and reader slots through a shared mmap:
+    /// on a full file system (measured: a full tmpfs) the first such write is a SIGBUS that kills
+    /// the process, instead of an error. Allocated here, a full disk is `diskFull` at open, and a
+    /// mapped page never needs a block. The size is LMDB 0.9's own: a 192-byte header with the
+    /// first reader slot, 64 bytes per further slot (8,192 bytes for the default 126 readers),
+    /// rounded up to 4 KiB (a larger file only gives LMDB more reader slots). Other failures
+    /// (a read-only directory, no such directory, no fallocate) are left to `mdb_env_open`.
+    static func allocateLockFile(_ directory: String, readers: UInt32) throws(StoreError) {
+        let size = ((Int(readers) - 1) * 64 + 192 + 4095) & ~4095
+        let fd = open(directory + "/lock.mdb", O_RDWR | O_CREAT | O_CLOEXEC, 0o640)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        let rc = sokuho_allocate(fd, Int64(size))
+        if rc == ENOSPC || rc == EDQUOT { throw .diskFull(path: directory) }
+    }
 
     private var info: MDB_envinfo {
         var info = MDB_envinfo()

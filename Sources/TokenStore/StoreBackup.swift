@@ -46,12 +46,10 @@ extension TokenStore {
         }
     }
 
-    /// LMDB reports a write the disk cut short as EIO, not ENOSPC (measured: a backup into a full
-    /// tmpfs): when the destination's file system has under 1 MiB left, that is a full disk.
+    /// A short write into a full disk is EIO (see `StoreError.fileSystemIsFull`); checked here on
+    /// the destination, whatever path the error names.
     private static func fullDisk(_ error: StoreError, at destination: String) -> StoreError {
-        guard case let .io(_, code, _) = error, code == EIO else { return error }
-        var space = statvfs()
-        guard statvfs(destination, &space) == 0, UInt64(space.f_bavail) * UInt64(space.f_frsize) < 1 << 20 else { return error }
+        guard case let .io(_, code, _) = error, code == EIO, StoreError.fileSystemIsFull(at: destination) else { return error }
         return .diskFull(path: destination)
     }
 }

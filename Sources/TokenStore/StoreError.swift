@@ -50,11 +50,21 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// LMDB reports a page write the disk cut short as EIO, not ENOSPC (`mdb_page_flush`: a short
+    /// `pwritev` without an errno; measured with an import and a backup into a full tmpfs): when the
+    /// file system holding `path` has under 1 MiB left, that EIO is a full disk, and saying so tells
+    /// the operator the fix.
+    static func fileSystemIsFull(at path: String) -> Bool {
+        var space = statvfs()
+        return statvfs(path, &space) == 0 && UInt64(space.f_bavail) * UInt64(space.f_frsize) < 1 << 20
+    }
+
     /// The error for an LMDB or errno return code `code` from an operation on the store at `path`.
     static func from(_ code: Int32, path: String) -> StoreError {
         switch code {
         case EACCES, EPERM, EROFS: return .permissionDenied(path: path)
         case ENOSPC, EDQUOT: return .diskFull(path: path)
+        case EIO where fileSystemIsFull(at: path): return .diskFull(path: path)
         case ENOENT: return .missing(path: path)
         case MDB_INVALID, MDB_VERSION_MISMATCH, MDB_INCOMPATIBLE:
             return .foreign(path: path, detail: String(cString: mdb_strerror(code)))

@@ -18,7 +18,9 @@ import Testing
 
         /// `extra`: more members of the configuration object, each with a leading comma.
         /// `keyID`: another than the simulator's makes every request's provider token invalid.
-        init(_ scenario: FanoutScenario, statusPage: Bool = true, keyID: String = SimulatorCertificates.keyID, extra: String = "") throws {
+        /// `connections`, `streams`: the app's pool (its in-flight window is 2 × connections × streams, at least 64).
+        init(_ scenario: FanoutScenario, statusPage: Bool = true, keyID: String = SimulatorCertificates.keyID, extra: String = "",
+             connections: Int = 2, streams: Int = 100) throws {
             let tokenFile = writeFile(scenario.directory, "admin.token", "test-admin-token-0123456789abcdef\n")
             chmod(tokenFile, 0o600)
             chmod(scenario.running.certificates.providerKey, 0o600)
@@ -26,7 +28,7 @@ import Testing
                 {"apps":[{"bundleID":"\(testBundle)","teamID":"\(SimulatorCertificates.teamID)","keyID":"\(keyID)",
                   "keyFile":"\(scenario.running.certificates.providerKey)","environment":"production",
                   "host":"127.0.0.1:\(scenario.running.port)","manageHost":"127.0.0.1:\(scenario.running.managePort)",
-                  "caFile":"\(scenario.running.certificates.ca)","connections":2,"streams":100}],
+                  "caFile":"\(scenario.running.certificates.ca)","connections":\(connections),"streams":\(streams)}],
                  "listen":["127.0.0.1:0"],"storePath":"\(scenario.store)","adminTokenFile":"\(tokenFile)","keepaliveSeconds":10,"statusPage":\(statusPage)\(extra)}
                 """)
             child = ChildProcess(SimulatorProcessTests.binary, ["serve", "--config", config])

@@ -26,9 +26,10 @@ final class ChildProcess {
         posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_addopen(&actions, 0, stdin ?? "/dev/null", O_RDONLY, 0)
         let argv: [UnsafeMutablePointer<CChar>?] = ([program] + arguments).map { strdup($0) } + [nil]
-        // A clean signal state: this process may have signals blocked (an in-process `sokuho`
-        // command waits for SIGTERM/SIGHUP with them blocked), and a child inherits the mask — a
-        // shell with SIGCHLD blocked never returns from `wait`.
+        // A clean signal state: posix_spawn hands the child the calling thread's mask, and the test
+        // runner's worker threads block nearly every signal, SIGCHLD included; a shell running jobs
+        // with `&` then waits for SIGCHLD in sigsuspend forever (ServeTests' concurrent
+        // registrations hung that way).
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         var empty = sigset_t(), all = sigset_t()
