@@ -15,7 +15,9 @@ import TokenStore
 ///   `GET /v1/events`, `GET /v1/events/{key}/{serial}`, `GET /v1/tokens/stats`, and the channel
 ///   routes of `ChannelRoutes.swift`.
 /// - phones, without the admin token: `/v1/installations…` (see `InstallationRoutes.swift`).
-final class Router: @unchecked Sendable {
+///
+/// `package` only for the fuzz targets (Tests/FuzzTargets), which call its pure helpers.
+package final class Router: @unchecked Sendable {
     // @unchecked: `service` is set once, before the server starts, and only read afterwards.
     weak var service: Service?
 
@@ -69,7 +71,7 @@ final class Router: @unchecked Sendable {
     }
 
     /// "127.0.0.1:5000" → "127.0.0.1", "[::1]:5000" → "::1": rate limits are per address, not per port.
-    static func host(of address: String) -> String {
+    package static func host(of address: String) -> String {
         if address.hasPrefix("["), let close = address.firstIndex(of: "]") { return String(address[address.index(after: address.startIndex)..<close]) }
         if let colon = address.lastIndex(of: ":") { return String(address[..<colon]) }
         return address
@@ -122,7 +124,7 @@ final class Router: @unchecked Sendable {
 
     /// `/v1/events/{key}/{serial}` with the key percent-encoded: a key may hold any character but
     /// NUL ("eew 2026?#1"), and its URL must lead back to it (the server decodes the path).
-    static func eventURL(_ id: String) -> String {
+    package static func eventURL(_ id: String) -> String {
         let digits = Array("0123456789ABCDEF".utf8)
         var bytes = Array("/v1/events/".utf8)
         for byte in id.utf8 {
