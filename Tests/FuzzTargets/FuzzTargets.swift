@@ -98,17 +98,23 @@ public enum FuzzTargets {
     /// request on stream 1: the response's status, apns-id and body become a `Response`; a GOAWAY's
     /// debug data goes through `ErrorBody.goAwayReason` as the sender reads it.
     static func http2Response(_ data: UnsafeRawBufferPointer) {
+        _ = http2Answer(data)
+    }
+
+    /// What `http2Response` makes of `data`: stream 1's response and the GOAWAY's reason, if any
+    /// (FuzzTests checks that the seeds get that far).
+    public static func http2Answer(_ data: UnsafeRawBufferPointer) -> (response: Response?, goAwayReason: Reason?) {
         let sink = HTTP2ResponseSink()
-        guard let session = try? HTTP2Session(role: .client, delegate: sink, maximumConcurrentStreams: 100) else { return }
+        guard let session = try? HTTP2Session(role: .client, delegate: sink, maximumConcurrentStreams: 100) else { return (nil, nil) }
         let request = HTTP2ResponseSink.request
         _ = session.submitRequest(headers: request.entries, count: request.count, hasBody: false, streamUserData: nil)
         try? session.produce()
         session.discardOutput()
-        guard let base = data.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
-        try? session.receive(base, count: data.count)
+        if let base = data.baseAddress?.assumingMemoryBound(to: UInt8.self) { try? session.receive(base, count: data.count) }
         try? session.produce()
         session.discardOutput()
-        if sink.ended { _ = Response(status: sink.status, apnsID: sink.apnsID, body: sink.body) }
+        let response = sink.ended ? Response(status: sink.status, apnsID: sink.apnsID, body: sink.body) : nil
+        return (response, sink.goAwayReason)
     }
 
     /// The API server's request as the router gets it: "METHOD PATH" on the first line, then
@@ -200,6 +206,7 @@ final class HTTP2ResponseSink: HTTP2SessionDelegate {
     var apnsID: String?
     var body: [UInt8] = []
     var ended = false
+    var goAwayReason: Reason?
 
     func sessionBeganHeaders(streamID: Int32) {}
     func sessionReceivedHeader(streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
@@ -219,7 +226,8 @@ final class HTTP2ResponseSink: HTTP2SessionDelegate {
     func sessionCouldNotSendHeaders(streamID: Int32, userData: UnsafeMutableRawPointer?) {}
     func sessionClosedStream(streamID: Int32, errorCode: UInt32) {}
     func sessionReceivedGoAway(lastStreamID: Int32, errorCode: UInt32, debugData: UnsafeBufferPointer<UInt8>) {
-        if let reason = ErrorBody.goAwayReason(debugData: String(decoding: debugData, as: UTF8.self)) { _ = reason.action }
+        goAwayReason = ErrorBody.goAwayReason(debugData: String(decoding: debugData, as: UTF8.self))
+        _ = goAwayReason?.action
     }
     func sessionReceivedPingAcknowledgement() {}
     func sessionReadBody(streamID: Int32, source: UnsafeMutableRawPointer?, into buffer: UnsafeMutablePointer<UInt8>,

@@ -1,3 +1,4 @@
+import APNs
 import FuzzTargets
 import Testing
 
@@ -17,5 +18,19 @@ import Testing
             let bytes = try #require(FuzzTargets.read(file), "cannot read \(file)")
             bytes.withUnsafeBytes { target.run($0) }
         }
+    }
+
+    /// The HTTP/2 seeds are frames a client session accepts, so fuzzing starts from real answers.
+    @Test func http2SeedsReachTheResponseAndTheGoAway() throws {
+        func answer(_ name: String) throws -> (response: Response?, goAwayReason: Reason?) {
+            let bytes = try #require(FuzzTargets.read(Self.corpusRoot + "/http2-response/" + name))
+            return bytes.withUnsafeBytes { FuzzTargets.http2Answer($0) }
+        }
+        let refused = try answer("seed-400.bin").response
+        #expect(refused?.status == 400)
+        #expect(refused?.reason == Reason("BadDeviceToken"))
+        #expect(refused?.apnsID == "77DD8B17-8E56-4A8D-9C0A-6A5A1B3F7B0C")
+        #expect(try answer("seed-200.bin").response?.status == 200)
+        #expect(try answer("seed-goaway.bin").goAwayReason == Reason("ExpiredProviderToken"))
     }
 }
