@@ -69,6 +69,11 @@ let package = Package(
         .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "JSONCore"]),
         // The C return-code rules of the checked wrappers, checked by reading the sources.
         .testTarget(name: "SourceRuleTests"),
+        // Fuzzing: the targets (parsers of untrusted input), the libFuzzer driver that Toolchain/fuzz
+        // builds with sanitizers (here it only replays files), and the replay of Tests/FuzzCorpus.
+        .target(name: "FuzzTargets", dependencies: ["APNs", "Daemon", "Fanout", "HTTP2", "JSONCore", "TokenStore"], path: "Tests/FuzzTargets"),
+        .executableTarget(name: "sokuho-fuzz", dependencies: ["FuzzTargets"], path: "Tests/Fuzz"),
+        .testTarget(name: "FuzzTests", dependencies: ["FuzzTargets"]),
     ],
     swiftLanguageModes: [.v6]
 )

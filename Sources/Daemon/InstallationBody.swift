@@ -29,8 +29,8 @@ enum BodyFields {
 }
 
 /// The body of `POST /v1/installations` and `PUT /v1/installations/{id}`: the app, the tokens the
-/// phone has, and the topics they follow.
-struct InstallationBody {
+/// phone has, and the topics they follow. `package` for the fuzz targets (Tests/FuzzTargets).
+package struct InstallationBody {
     var app: BundleID
     var environment: Environment
     var installationID: String?
@@ -38,7 +38,7 @@ struct InstallationBody {
     var topics: [TopicSubscription]
     var broadcast: Bool?
 
-    init(json bytes: [UInt8]) throws(EventError) {
+    package init(json bytes: [UInt8]) throws(EventError) {
         var fields = try EventFields(json: bytes, root: "body")
         app = try fields.required("app") { (value, field) throws(EventError) in
             guard let text = value.stringValue else { throw EventError(field: field, "must be the app's bundle ID as a string") }
@@ -84,13 +84,13 @@ struct InstallationBody {
 
 /// The body of `POST /v1/installations/{id}/activities`: a Live Activity the phone started and
 /// its update token.
-struct ActivityBody {
+package struct ActivityBody {
     var eventKey: String
     var activityID: String
     var token: [UInt8]
     var topic: String?
 
-    init(json bytes: [UInt8]) throws(EventError) {
+    package init(json bytes: [UInt8]) throws(EventError) {
         var fields = try EventFields(json: bytes, root: "body")
         eventKey = try fields.required("eventKey") { (value, field) throws(EventError) in try BodyFields.name(value, field: field) }
         activityID = try fields.required("activityId") { (value, field) throws(EventError) in try BodyFields.name(value, field: field) }

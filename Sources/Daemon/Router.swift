@@ -16,7 +16,9 @@ import TokenStore
 ///   (a standby becomes the primary; `Service+Standby.swift`), and the channel
 ///   routes of `ChannelRoutes.swift`.
 /// - phones, without the admin token: `/v1/installations…` (see `InstallationRoutes.swift`).
-final class Router: @unchecked Sendable {
+///
+/// `package` only for the fuzz targets (Tests/FuzzTargets), which call its pure helpers.
+package final class Router: @unchecked Sendable {
     // @unchecked: `service` is set once, before the server starts, and only read afterwards.
     weak var service: Service?
 
@@ -91,7 +93,7 @@ final class Router: @unchecked Sendable {
     }
 
     /// "127.0.0.1:5000" → "127.0.0.1", "[::1]:5000" → "::1": rate limits are per address, not per port.
-    static func host(of address: String) -> String {
+    package static func host(of address: String) -> String {
         if address.hasPrefix("["), let close = address.firstIndex(of: "]") { return String(address[address.index(after: address.startIndex)..<close]) }
         if let colon = address.lastIndex(of: ":") { return String(address[..<colon]) }
         return address
@@ -144,7 +146,7 @@ final class Router: @unchecked Sendable {
 
     /// `/v1/events/{key}/{serial}` with the key percent-encoded: a key may hold any character but
     /// NUL ("eew 2026?#1"), and its URL must lead back to it (the server decodes the path).
-    static func eventURL(_ id: String) -> String { "/v1/events/" + percentEncoded(id, keepingSlash: true) }
+    package static func eventURL(_ id: String) -> String { "/v1/events/" + percentEncoded(id, keepingSlash: true) }
 
     /// Every byte but the unreserved ones (and `/` when `keepingSlash`) as %XX.
     static func percentEncoded(_ text: String, keepingSlash: Bool) -> String {

@@ -4,7 +4,7 @@ import CNghttp2
 /// storage, built once per fan-out group and reused by every request of the group.
 public final class HeaderList: @unchecked Sendable {
     // @unchecked: written once in init, only read afterwards.
-    let entries: UnsafeMutablePointer<nghttp2_nv>
+    package let entries: UnsafeMutablePointer<nghttp2_nv>
     public let count: Int
     private let storage: UnsafeMutablePointer<UInt8>
     public let pairs: [(name: String, value: String)]
