@@ -3,7 +3,7 @@
 import PackageDescription
 
 /// Debian packages that provide the C libraries; SwiftPM prints them when a header is missing.
-let debian: [SystemPackageProvider] = [.apt(["libmbedtls-dev", "libnghttp2-dev", "liblmdb-dev", "libevent-dev"])]
+let debian: [SystemPackageProvider] = [.apt(["libmbedtls-dev", "libnghttp2-dev", "liblmdb-dev", "libevent-dev", "libhiredis-dev"])]
 
 let package = Package(
     name: "Sokuho",
@@ -16,6 +16,7 @@ let package = Package(
         .systemLibrary(name: "CNghttp2", path: "Sources/CNghttp2", providers: debian),
         .systemLibrary(name: "CLMDB", path: "Sources/CLMDB", providers: debian),
         .systemLibrary(name: "CLibEvent", path: "Sources/CLibEvent", providers: debian),
+        .systemLibrary(name: "CHiredis", path: "Sources/CHiredis", providers: debian),
         .systemLibrary(name: "CSystem", path: "Sources/CSystem"),
 
         // JSON without Foundation: a strict parser and an ordered writer (payloads, CLI output).
