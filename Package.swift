@@ -52,6 +52,9 @@ let package = Package(
         .target(name: "Sender", dependencies: ["APNs", "IO", "HTTP2", "Crypto"]),
         // The APNs look-alike for tests, demo and benchmarks.
         .target(name: "Simulator", dependencies: ["APNs", "IO", "HTTP2", "Crypto", "JSONCore"]),
+        // Several nodes through Valkey/Redis Streams (issue 15): a small typed client on hiredis —
+        // stream commands, consumer groups, leases with fencing tokens. Every hiredis pointer stays inside.
+        .target(name: "Cluster", dependencies: ["CHiredis"]),
         .executableTarget(name: "sokuho", dependencies: ["SokuhoCLI"]),
 
         .testTarget(name: "CLibraryTests", dependencies: ["CMbedTLS", "CNghttp2", "CLMDB", "Crypto", "HTTP2", "TokenStore"]),
@@ -68,6 +71,8 @@ let package = Package(
         // Keys, JWTs and certificates checked against independent implementations (openssl, Python).
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "CMbedTLS"], exclude: ["Fixtures"]),
         .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "JSONCore"]),
+        // The cluster client against a real redis-server the tests start on loopback.
+        .testTarget(name: "ClusterTests", dependencies: ["Cluster"]),
         // The C return-code rules of the checked wrappers, checked by reading the sources.
         .testTarget(name: "SourceRuleTests"),
     ],
