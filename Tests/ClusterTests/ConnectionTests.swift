@@ -1,4 +1,6 @@
 import Cluster
+import Dispatch
+import Glibc
 import Testing
 
 @Suite(.serialized) struct ConnectionTests {
@@ -42,6 +44,22 @@ import Testing
         let noGroup = #expect(throws: RedisError.self) { try redis.readGroup("g", as: "a", from: "s") }
         #expect(noGroup?.serverCode == "NOGROUP")
         #expect(try redis.createGroup("g", on: "s"))
+    }
+
+    @Test("A server that goes away during a BLOCK ends the read at once with a retryable error")
+    func lostDuringBlock() throws {
+        let server = try RedisServerFixture()
+        defer { server.stop() } // also keeps the server alive to the end: ARC may end it after its last use
+        let redis = try server.connect()
+        try redis.createGroup("g", on: "s")
+        let pid = server.pid
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(300)) { kill(pid, SIGKILL) }
+        let start = now()
+        let error = #expect(throws: RedisError.self) { try redis.readGroup("g", as: "a", from: "s", block: .seconds(5)) }
+        #expect(now() - start < 3, "the read ended with the connection, not at the end of its BLOCK")
+        guard case let .connectionLost(command, _)? = error else { Issue.record("not connectionLost: \(String(describing: error))"); return }
+        #expect(command == "XREADGROUP")
+        #expect(error?.isRetryable == true)
     }
 
     @Test("A command slower than the command timeout is a lost connection; a BLOCK longer than it is not")

@@ -103,10 +103,11 @@ import Testing
             #expect(try doomed.readGroup("g", as: "doomed", from: "events", count: 10).map(\.id) == ids)
         } // its connection closes here: it never acknowledges
 
-        let early = try survivor.autoClaim(on: "events", group: "g", for: "survivor", minIdle: .milliseconds(400))
+        // The idle time is long enough that a loaded machine does not reach it between the two calls.
+        let early = try survivor.autoClaim(on: "events", group: "g", for: "survivor", minIdle: .seconds(1))
         #expect(early.entries.isEmpty, "not idle long enough yet")
-        sleep(milliseconds: 500)
-        let claimed = try survivor.autoClaim(on: "events", group: "g", for: "survivor", minIdle: .milliseconds(400))
+        sleep(milliseconds: 1100)
+        let claimed = try survivor.autoClaim(on: "events", group: "g", for: "survivor", minIdle: .seconds(1))
         #expect(claimed.entries.map(\.id) == ids)
         #expect(claimed.entries.map { $0.text("n") } == ["0", "1", "2", "3", "4"])
         #expect(claimed.next == .zero, "the whole pending list was scanned")
