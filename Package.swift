@@ -3,7 +3,7 @@
 import PackageDescription
 
 /// Debian packages that provide the C libraries; SwiftPM prints them when a header is missing.
-let debian: [SystemPackageProvider] = [.apt(["libmbedtls-dev", "libnghttp2-dev", "liblmdb-dev", "libevent-dev"])]
+let debian: [SystemPackageProvider] = [.apt(["libmbedtls-dev", "libnghttp2-dev", "liblmdb-dev", "libevent-dev", "libhiredis-dev"])]
 
 let package = Package(
     name: "Sokuho",
@@ -16,6 +16,7 @@ let package = Package(
         .systemLibrary(name: "CNghttp2", path: "Sources/CNghttp2", providers: debian),
         .systemLibrary(name: "CLMDB", path: "Sources/CLMDB", providers: debian),
         .systemLibrary(name: "CLibEvent", path: "Sources/CLibEvent", providers: debian),
+        .systemLibrary(name: "CHiredis", path: "Sources/CHiredis", providers: debian),
         .systemLibrary(name: "CSystem", path: "Sources/CSystem"),
 
         // JSON without Foundation: a strict parser and an ordered writer (payloads, CLI output).
@@ -51,6 +52,9 @@ let package = Package(
         .target(name: "Sender", dependencies: ["APNs", "IO", "HTTP2", "Crypto"]),
         // The APNs look-alike for tests, demo and benchmarks.
         .target(name: "Simulator", dependencies: ["APNs", "IO", "HTTP2", "Crypto", "JSONCore"]),
+        // Several nodes through Valkey/Redis Streams (issue 15): a small typed client on hiredis —
+        // stream commands, consumer groups, leases with fencing tokens. Every hiredis pointer stays inside.
+        .target(name: "Cluster", dependencies: ["CHiredis"]),
         .executableTarget(name: "sokuho", dependencies: ["SokuhoCLI"]),
 
         .testTarget(name: "CLibraryTests", dependencies: ["CMbedTLS", "CNghttp2", "CLMDB", "Crypto", "HTTP2", "TokenStore"]),
@@ -67,6 +71,8 @@ let package = Package(
         // Keys, JWTs and certificates checked against independent implementations (openssl, Python).
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "CMbedTLS"], exclude: ["Fixtures"]),
         .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "JSONCore"]),
+        // The cluster client against a real redis-server the tests start on loopback.
+        .testTarget(name: "ClusterTests", dependencies: ["Cluster"]),
         // The C return-code rules of the checked wrappers, checked by reading the sources.
         .testTarget(name: "SourceRuleTests"),
         // Fuzzing: the targets (parsers of untrusted input), the libFuzzer driver that Toolchain/fuzz

@@ -83,7 +83,8 @@ struct ReturnCodeRule: Sendable, CustomTestStringConvertible {
 }
 
 /// The rules of the checked wrappers, as tests: `MbedTLS` (Sources/Crypto/MbedTLS.swift),
-/// `Nghttp2` (Sources/HTTP2/Nghttp2Check.swift) and `LibEvent` (Sources/HTTPAPI/LibEvent.swift). A new unchecked call fails here.
+/// `Nghttp2` (Sources/HTTP2/Nghttp2Check.swift), `LibEvent` (Sources/HTTPAPI/LibEvent.swift) and `Hiredis`
+/// (Sources/Cluster/Hiredis.swift). A new unchecked call fails here.
 @Suite struct ReturnCodeRuleTests {
     static let rules = [
         ReturnCodeRule(
@@ -127,6 +128,12 @@ struct ReturnCodeRule: Sendable, CustomTestStringConvertible {
                 "evhttp_uri_get_path", "evhttp_uri_get_query", "event_get_version",
             ],
             notCalls: [], ignoredPrefixes: [], excludedFiles: [], followingLines: 1, minimumCalls: 25),
+        ReturnCodeRule(
+            library: "hiredis", folder: "Sources/Cluster", prefixes: ["redis"],
+            wrappers: ["Hiredis.check(", "Hiredis.context(", "Hiredis.reply("],
+            // redisFree returns nothing; freeReplyObject (no "redis" prefix) is called in Hiredis.reply only.
+            returnsNoStatus: ["redisFree"],
+            notCalls: [], ignoredPrefixes: [], excludedFiles: [], followingLines: 0, minimumCalls: 8),
     ]
 
     @Test("Every C library return code goes through the module's checked wrapper", arguments: rules)

@@ -1,0 +1,144 @@
+import Cluster
+import Glibc
+import Testing
+
+/// A redis-server of the test's own on a free loopback port, no persistence, in a temporary
+/// directory; stopped (SIGTERM, then waited for) when the fixture goes away. `restart()` stops it and
+/// starts a new one on the same port — an empty one, since nothing is saved.
+final class RedisServerFixture {
+    struct Missing: Error, CustomStringConvertible {
+        var description: String { "redis-server is not on PATH: install redis-server (Toolchain/setup --for-tests)" }
+    }
+    struct StartFailed: Error, CustomStringConvertible { let description: String }
+
+    let port: Int
+    let directory: String
+    let extraArguments: [String]
+    private(set) var pid: pid_t = 0
+
+    init(extraArguments: [String] = []) throws {
+        guard Self.onPath("redis-server") else { throw Missing() }
+        var template = Array("/tmp/sokuho-redis-test-XXXXXX".utf8CString)
+        directory = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+        port = try freePort()
+        self.extraArguments = extraArguments
+        try start()
+    }
+
+    deinit {
+        stop()
+        unlink(directory + "/redis.log")
+        rmdir(directory)
+    }
+
+    func endpoint(connectTimeout: Duration = .seconds(2), commandTimeout: Duration = .seconds(2), password: String? = nil) -> RedisEndpoint {
+        RedisEndpoint(host: "127.0.0.1", port: port, password: password, connectTimeout: connectTimeout, commandTimeout: commandTimeout)
+    }
+
+    func connect(commandTimeout: Duration = .seconds(2)) throws -> RedisConnection {
+        try RedisConnection(endpoint(commandTimeout: commandTimeout))
+    }
+
+    /// Starts redis-server and waits (up to 10 s) until it answers PING.
+    func start() throws {
+        let arguments = ["redis-server", "--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                         "--dir", directory, "--daemonize", "no", "--logfile", directory + "/redis.log"] + extraArguments
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        // The test thread's blocked signals (SIGTERM among them) and ignored SIGPIPE would be inherited:
+        // the server would never see stop()'s SIGTERM. It starts with an empty mask and default handlers.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGTERM, SIGPIPE, SIGINT, SIGHUP] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let cArguments = arguments.map { strdup($0) } + [nil]
+        defer { cArguments.forEach { free($0) } }
+        let rc = posix_spawnp(&pid, "redis-server", &actions, &attributes, cArguments, environ)
+        guard rc == 0 else { throw StartFailed(description: "cannot start redis-server: \(String(cString: strerror(rc)))") }
+        let deadline = now() + 10
+        while now() < deadline {
+            if let connection = try? RedisConnection(endpoint(connectTimeout: .milliseconds(200), password: extraArguments.contains("--requirepass") ? password : nil)),
+               (try? connection.ping()) != nil {
+                return
+            }
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid {
+                pid = 0
+                throw StartFailed(description: "redis-server exited at start (status \(status)); see \(directory)/redis.log")
+            }
+            usleep(20_000)
+        }
+        throw StartFailed(description: "redis-server on port \(port) did not answer PING within 10 s")
+    }
+
+    /// Stops the server (SIGTERM; SIGKILL if it is still there after 3 s) and waits for it to exit.
+    func stop() {
+        guard pid > 0 else { return }
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        let deadline = now() + 3
+        while waitpid(pid, &status, WNOHANG) == 0 {
+            if now() > deadline { kill(pid, SIGKILL) }
+            usleep(10_000)
+        }
+        pid = 0
+    }
+
+    func restart() throws {
+        stop()
+        try start()
+    }
+
+    /// The password given with --requirepass, if any.
+    var password: String? {
+        guard let index = extraArguments.firstIndex(of: "--requirepass"), index + 1 < extraArguments.count else { return nil }
+        return extraArguments[index + 1]
+    }
+
+    private static func onPath(_ program: String) -> Bool {
+        guard let path = getenv("PATH").map({ String(cString: $0) }) else { return false }
+        return path.split(separator: ":").contains { access("\($0)/\(program)", X_OK) == 0 }
+    }
+}
+
+/// A loopback port nobody listens on now: bound to port 0, read back, closed.
+func freePort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    try #require(fd >= 0, "socket failed")
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+            bind(fd, raw, length) == 0 && getsockname(fd, raw, &length) == 0
+        }
+    }
+    try #require(bound, "bind to 127.0.0.1:0 failed")
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// Monotonic seconds.
+func now() -> Double {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+}
+
+func sleep(milliseconds: Int) { usleep(useconds_t(milliseconds * 1000)) }
+
+/// Fields from text pairs.
+func fields(_ pairs: KeyValuePairs<String, String>) -> [StreamEntry.Field] { pairs.map { StreamEntry.Field($0.key, $0.value) } }
