@@ -23,8 +23,17 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
     /// Bodies of responses being sent, by stream.
     var outgoing: [Int32: (body: [UInt8], offset: Int)] = [:]
     /// Responses held back until their time (latency injection), in due order (one latency per server).
-    private var delayed: [(due: MonotonicInstant, streamID: Int32, response: ServerResponse)] = []
-    private var delayedHead = 0
+    /// Answers held back, one first-in-first-out lane per delay: within a lane the due times are in
+    /// order, so no heap is needed, and an answer held for long (a fault run's slower-than-the-
+    /// deadline one) does not hold back the quick answers queued after it (one shared queue did:
+    /// every later answer waited behind it, and the whole connection looked stalled).
+    private struct DelayLane {
+        let delay: Duration
+        var items: [(due: MonotonicInstant, streamID: Int32, response: ServerResponse)] = []
+        var head = 0
+        var nextDue: MonotonicInstant? { head < items.count ? items[head].due : nil }
+    }
+    private var lanes: [DelayLane] = []
     private lazy var delayTimer = LoopTimer { [unowned self] now in self.sendDueResponses(now: now) }
     public let maximumStreams: UInt32
     public internal(set) var requestsReceived = 0
@@ -70,8 +79,12 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
         guard !closed, !dropping, !stalled else { return }
         if delay > .zero {
             let due = MonotonicInstant.now() + delay
-            delayed.append((due, streamID, response))
-            if !delayTimer.isArmed { loop.arm(delayTimer, at: due) }
+            if let index = lanes.firstIndex(where: { $0.delay == delay }) {
+                lanes[index].items.append((due, streamID, response))
+            } else {
+                lanes.append(DelayLane(delay: delay, items: [(due, streamID, response)]))
+            }
+            if !delayTimer.isArmed || (delayTimer.deadline.map { $0 > due } ?? true) { loop.arm(delayTimer, at: due) }
             return
         }
         guard let session else { return }
@@ -149,22 +162,25 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
     }
 
     private func clearDelayed() {
-        delayed.removeAll()
-        delayedHead = 0
+        lanes.removeAll()
         loop.disarm(delayTimer)
     }
 
     private func sendDueResponses(now: MonotonicInstant) {
-        while delayedHead < delayed.count, delayed[delayedHead].due <= now {
-            let item = delayed[delayedHead]
-            delayedHead += 1
-            respond(streamID: item.streamID, item.response)
+        for index in lanes.indices {
+            while let due = lanes[index].nextDue, due <= now {
+                let item = lanes[index].items[lanes[index].head]
+                lanes[index].head += 1
+                respond(streamID: item.streamID, item.response)
+                // `respond` may have closed the connection (and cleared the lanes).
+                guard index < lanes.count else { return }
+            }
+            if lanes[index].head > 1024 && lanes[index].head * 2 > lanes[index].items.count {
+                lanes[index].items.removeFirst(lanes[index].head)
+                lanes[index].head = 0
+            }
         }
-        if delayedHead > 1024 && delayedHead * 2 > delayed.count {
-            delayed.removeFirst(delayedHead)
-            delayedHead = 0
-        }
-        if delayedHead < delayed.count { loop.arm(delayTimer, at: delayed[delayedHead].due) }
+        if let next = lanes.compactMap(\.nextDue).min() { loop.arm(delayTimer, at: next) }
     }
 
     // MARK: EventLoopSource

@@ -53,7 +53,7 @@ import Testing
     /// unknown, at most one connection's streams (100), the rest are delivered, and the run still
     /// ends by its deadline. The deadline leaves room for finding the silence (PING after 2 s of
     /// it, retired 2 s later): until then the pushes queued on that connection's loop wait.
-    @Test(arguments: ["slow=0.002:6000", "stall=1500"])
+    @Test(arguments: ["slow=0.002:11000,latency=9", "stall=1500"])
     func aFaultThatHoldsAnswersBackCostsOnlyTheHeldPushes(_ faults: String) throws {
         let run = try bench(faults, deadline: 10)
         let held = run.outcome("expired") + run.outcome("unknown")
