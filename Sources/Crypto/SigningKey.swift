@@ -107,6 +107,9 @@ public final class SigningKey: Sendable {
                 throw .keyEncrypted(source: source)
             case MBEDTLS_ERR_PK_UNKNOWN_NAMED_CURVE:
                 throw .keyWrongCurve(source: source, curve: "a curve mbedTLS does not know")
+            case MBEDTLS_ERR_PK_UNKNOWN_PK_ALG where label != nil:
+                // A well-formed PKCS#8 key of an algorithm mbedTLS has no parser for.
+                throw .keyNotEC(source: source, algorithm: "Ed25519 or other non-EC")
             default:
                 let detail = label == nil
                     ? "no -----BEGIN PRIVATE KEY----- line, and not a DER key either"
