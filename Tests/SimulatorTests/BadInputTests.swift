@@ -55,8 +55,10 @@ import Testing
     }
 
     /// Runs the binary; after `seconds` it is killed and the outcome says it hung.
-    static func run(_ arguments: [String], seconds: Double = 20) -> Outcome {
-        let child = ChildProcess(SimulatorProcessTests.binary, arguments)
+    /// `environment`: `NAME=VALUE` pairs set for this run only (through env(1)).
+    static func run(_ arguments: [String], environment: [String] = [], seconds: Double = 20) -> Outcome {
+        let child = environment.isEmpty ? ChildProcess(SimulatorProcessTests.binary, arguments)
+            : ChildProcess("env", environment + [SimulatorProcessTests.binary] + arguments)
         let deadline = MonotonicClock.now + seconds
         var out: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
@@ -128,7 +130,8 @@ import Testing
                 let arguments = (test["args"]?.arrayValue ?? []).compactMap(\.stringValue).map(substitute)
                 let expected = Int32(test["exit"]?.int64Value ?? -1)
                 let wanted = test["stderr"]?.stringValue ?? ""
-                let outcome = Self.run(arguments)
+                let environment = (test["env"]?.objectMembers ?? []).map { "\($0.key)=\(substitute($0.value.stringValue ?? ""))" }
+                let outcome = Self.run(arguments, environment: environment)
                 var problems: [String] = []
                 if outcome.hung { problems.append("hung: killed after 20 s") }
                 if outcome.status >= 128 { problems.append("ended by signal \(outcome.status - 128)") }
