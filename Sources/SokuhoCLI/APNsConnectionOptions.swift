@@ -67,11 +67,26 @@ enum APNsConnectionOptions {
         let token: ProviderToken
         do { token = try tokens.token(for: &lease) } catch { throw CLIError(.dataError, error.description) }
         var configuration = PoolConfiguration(host: endpoint.host, port: endpoint.port, tls: tls)
-        configuration.serverName = invocation.string("--server-name")
+        configuration.serverName = try APNsConnectionOptions.serverName(invocation)
         configuration.providerTokens = tokens
         let answer = ConnectionPool.perform([request], configuration: configuration, timeout: timeout)[0]
         if let failure = answer.failure { throw CLIError(.unavailable, "\(endpoint.host):\(endpoint.port): \(failure)") }
         return Answered(answer: answer, tokenIssuedAt: token.issuedAt)
+    }
+
+    /// `--server-name`: a DNS name or IP address the certificate must be for. Anything else (empty,
+    /// control characters, spaces) could only fail the handshake as "unreachable" (69); it is
+    /// invalid input (65), refused before a connection opens.
+    static func serverName(_ invocation: Invocation) throws(CLIError) -> String? {
+        guard let name = invocation.string("--server-name") else { return nil }
+        let allowed = name.utf8.allSatisfy { byte in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: ":")
+        }
+        guard !name.isEmpty, name.utf8.count <= 253, allowed else {
+            throw .data("--server-name must be a DNS name or IP address (letters, digits, '-', '.', ':'; at most 253 characters), not '\(String(name.unicodeScalars.prefix(64).map { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7f ? Character($0) : "?" }))'")
+        }
+        return name
     }
 
     static func environment(_ invocation: Invocation) throws(CLIError) -> APNs.Environment {
