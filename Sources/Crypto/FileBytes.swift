@@ -6,10 +6,12 @@ enum FileBytes {
     enum Failure: Error {
         case missing
         case failed(String)
+        case tooLarge
     }
 
-    /// The contents of the regular file at `path`.
-    static func read(_ path: String) throws(Failure) -> [UInt8] {
+    /// The contents of the regular file at `path`; more than `limit` bytes is `tooLarge` (a key
+    /// path pointing at /dev/zero or a disk image must not read until memory runs out).
+    static func read(_ path: String, limit: Int = .max) throws(Failure) -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw errno == ENOENT ? .missing : .failed(errnoText()) }
         defer { close(fd) }
@@ -23,6 +25,7 @@ enum FileBytes {
             }
             if count == 0 { return out }
             out.append(contentsOf: chunk[0..<count])
+            if out.count > limit { throw .tooLarge }
         }
     }
 
@@ -46,13 +49,15 @@ enum FileBytes {
 
     /// Reads a key file, mapping failures to `CryptoError`: `missing` when there is no file,
     /// `keyFileUnreadable` otherwise.
-    static func readKey(_ path: String, ifMissing missing: CryptoError) throws(CryptoError) -> [UInt8] {
+    /// A key is a few hundred bytes: more than 1 MiB is not one (`tooLarge`).
+    static func readKey(_ path: String, ifMissing missing: CryptoError, ifTooLarge tooLarge: CryptoError) throws(CryptoError) -> [UInt8] {
         do throws(Failure) {
-            return try read(path)
+            return try read(path, limit: 1 << 20)
         } catch {
             switch error {
             case .missing: throw missing
             case let .failed(reason): throw .keyFileUnreadable(path: path, reason: reason)
+            case .tooLarge: throw tooLarge
             }
         }
     }
@@ -65,6 +70,7 @@ enum FileBytes {
             switch error {
             case .missing: throw .fileWriteFailed(path: path, reason: "No such file or directory")
             case let .failed(reason): throw .fileWriteFailed(path: path, reason: reason)
+            case .tooLarge: throw .fileWriteFailed(path: path, reason: "too large")  // reads only
             }
         }
     }

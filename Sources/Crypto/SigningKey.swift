@@ -20,7 +20,9 @@ public final class SigningKey: Sendable {
 
     /// Loads a key file, e.g. the `.p8` downloaded from Apple.
     public convenience init(contentsOf path: String) throws(CryptoError) {
-        try self.init(pem: FileBytes.readKey(path, ifMissing: .keyFileMissing(path: path)), source: path)
+        try self.init(pem: FileBytes.readKey(path, ifMissing: .keyFileMissing(path: path),
+                                             ifTooLarge: .keyUnrecognized(source: path, detail: "it is larger than 1 MiB; a .p8 key is about 250 bytes")),
+                      source: path)
     }
 
     /// Loads a key from PEM (or DER) bytes; `source` names them in errors, e.g. "the key in SOKUHO_APNS_KEY".
@@ -107,6 +109,9 @@ public final class SigningKey: Sendable {
                 throw .keyEncrypted(source: source)
             case MBEDTLS_ERR_PK_UNKNOWN_NAMED_CURVE:
                 throw .keyWrongCurve(source: source, curve: "a curve mbedTLS does not know")
+            case MBEDTLS_ERR_PK_UNKNOWN_PK_ALG where label != nil:
+                // A well-formed PKCS#8 key of an algorithm mbedTLS has no parser for.
+                throw .keyNotEC(source: source, algorithm: "Ed25519 or other non-EC")
             default:
                 let detail = label == nil
                     ? "no -----BEGIN PRIVATE KEY----- line, and not a DER key either"

@@ -1,4 +1,5 @@
 import CMbedTLS
+import Glibc
 import Synchronization
 
 /// An mbedTLS TLS 1.2 configuration with ALPN `h2`, shared by every connection of one side; each
@@ -67,6 +68,8 @@ public final class TLSConfiguration: @unchecked Sendable {
             let unreadable = { (rc: Int32) in caFromUser ? TLSConfigurationError.caFile(caFile, rc) : .systemCABundle(caFile, rc) }
             // A positive count is how many certificates of the file did not parse: they are skipped,
             // and the file fails only when none did.
+            var status = stat()
+            if caFromUser, stat(caFile, &status) == 0, status.st_mode & S_IFMT == S_IFDIR { throw .caFileIsDirectory(caFile) }
             let skipped: Int
             do { skipped = try MbedTLS.count(mbedtls_x509_crt_parse_file(caChain, caFile)) } catch { throw unreadable(error.code) }
             guard caChain.pointee.version != 0 else { throw unreadable(Int32(skipped)) }
@@ -109,6 +112,8 @@ public final class TLSConfiguration: @unchecked Sendable {
 /// Why a TLS configuration could not be built: the message names the file and the fix.
 public enum TLSConfigurationError: Error, Sendable, CustomStringConvertible {
     case caFile(String, Int32)
+    /// `--ca-file` (or an app's `caFile`) names a directory: mbedTLS reports it as a failed allocation.
+    case caFileIsDirectory(String)
     case systemCABundle(String, Int32)
     case certificateFile(String, Int32)
     case keyFile(String, Int32)
@@ -118,6 +123,8 @@ public enum TLSConfigurationError: Error, Sendable, CustomStringConvertible {
         switch self {
         case let .caFile(path, rc):
             return "--ca-file \(path): no PEM certificate could be read (\(MbedTLSLibrary.describe(rc))); pass the CA the server's certificate was issued by, e.g. the simulator's <cert-dir>/ca.pem"
+        case let .caFileIsDirectory(path):
+            return "--ca-file \(path) is a directory; give the PEM file of the CA the server's certificate was issued by, e.g. the simulator's <cert-dir>/ca.pem"
         case let .systemCABundle(path, rc):
             return "the system CA bundle \(path) could not be read (\(MbedTLSLibrary.describe(rc))); install Debian's ca-certificates or pass --ca-file"
         case let .certificateFile(path, rc):

@@ -14,7 +14,8 @@ public final class VerifyingKey: Sendable {
     /// Loads a public key file (`BEGIN PUBLIC KEY`), or the public half of a private key file such as
     /// a `.p8`, so the simulator can be pointed at whichever the user has.
     public convenience init(contentsOf path: String) throws(CryptoError) {
-        let bytes = try FileBytes.readKey(path, ifMissing: .publicKeyUnrecognized(source: path, detail: "there is no such file"))
+        let bytes = try FileBytes.readKey(path, ifMissing: .publicKeyUnrecognized(source: path, detail: "there is no such file"),
+                                          ifTooLarge: .publicKeyUnrecognized(source: path, detail: "it is larger than 1 MiB"))
         if let label = PEM.firstLabel(in: bytes), label.hasSuffix("PRIVATE KEY") {
             let privateKey = try SigningKey(pem: bytes, source: path)
             self.init(validatedDER: privateKey.publicKeyDER, source: path)

@@ -91,6 +91,14 @@ enum SettingValue {
         for (text, itemField) in texts {
             // Port 0: the system picks one, and `serve` prints which on its first line (tests, several daemons on one box).
             let parsed = try endpoint(text, field: itemField, ports: 0...65535)
+            // Digits and dots only is meant as an IPv4 address: a typo (999.1.1.1, 127.0.0) would
+            // pass --check-config as a host name and fail only at start.
+            if parsed.host.allSatisfy({ $0 == "." || $0.isASCII && $0.isNumber }) {
+                let parts = parsed.host.split(separator: ".", omittingEmptySubsequences: false)
+                guard parts.count == 4, parts.allSatisfy({ !$0.isEmpty && $0.count <= 3 && Int($0).map { $0 <= 255 } == true }) else {
+                    throw ConfigurationError(field: itemField, "\(parsed.host) is not an IPv4 address (four numbers from 0 to 255, e.g. 127.0.0.1)")
+                }
+            }
             guard !endpoints.contains(parsed) else { throw ConfigurationError(field: itemField, "\(parsed) is given twice; give each address once") }
             endpoints.append(parsed)
         }

@@ -136,6 +136,18 @@ final class EventHTTPCore: @unchecked Sendable {
             send(.error(status: 500, code: "internal", message: "cannot read the request: \(error)"), to: request)
             return
         }
+        // Framing evhttp lets through: two Content-Length values that disagree (it takes the
+        // first), or Content-Length beside Transfer-Encoding. Behind a proxy that frames the
+        // other way, the rest of the body would be read as another request (request smuggling),
+        // so it is refused and the connection closed.
+        let lengths = Set(parsed.headers.filter { $0.0 == "content-length" }.map { $0.1.trimmingSpaces })
+        if lengths.count > 1 || (!lengths.isEmpty && parsed.header("transfer-encoding") != nil) {
+            var refusal = HTTPResponse.error(status: 400, code: "invalid_request",
+                                             message: "the request has conflicting Content-Length or Transfer-Encoding headers; send exactly one of them")
+            refusal.headers.append(("Connection", "close"))
+            send(refusal, to: request)
+            return
+        }
         switch answer(parsed) {
         case let .response(response):
             send(response, to: request)
@@ -163,5 +175,14 @@ final class EventHTTPCore: @unchecked Sendable {
                 evhttp_send_error(request, 500, nil)
             }
         }
+    }
+}
+
+private extension String {
+    /// Without leading and trailing spaces and tabs (header values may carry them).
+    var trimmingSpaces: Substring {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else { return "" }
+        return self[first...last]
     }
 }

@@ -11,7 +11,9 @@ import Synchronization
 /// a body over `maximumBodyBytes` (Content-Length or chunked) → 413; headers over
 /// `maximumHeaderBytes` → 400; TRACE, CONNECT or an unknown method → 501; a malformed request line,
 /// header line, Content-Length or HTTP version → 400. Every other answer — the handler's, and this
-/// module's own 500s — is the handler's or JSON (`HTTPResponse.error`).
+/// module's own 500s — is the handler's or JSON (`HTTPResponse.error`). One framing check evhttp
+/// lacks is this module's: Content-Length values that disagree, or Content-Length beside
+/// Transfer-Encoding, are a JSON 400 `invalid_request` and the connection is closed.
 public final class HTTPServer: Sendable {
     private enum State { case ready, running(OSThread), stopped }
     private let core: EventHTTPCore

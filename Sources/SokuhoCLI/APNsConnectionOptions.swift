@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import APNs
 import Crypto
 import HTTP2
@@ -36,6 +39,8 @@ enum APNsConnectionOptions {
             return ProviderTokenSource(signer: try ProviderTokenSigner(key: key, keyID: keyID, teamID: teamID))
         } catch {
             if case .keyFileMissing = error { throw CLIError(.noInput, error.description) }
+            // A file that cannot be read (a directory, permissions) is not an invalid key.
+            if case .keyFileUnreadable = error { throw CLIError(.noInput, error.description) }
             throw CLIError(.dataError, error.description)
         }
     }
@@ -62,11 +67,26 @@ enum APNsConnectionOptions {
         let token: ProviderToken
         do { token = try tokens.token(for: &lease) } catch { throw CLIError(.dataError, error.description) }
         var configuration = PoolConfiguration(host: endpoint.host, port: endpoint.port, tls: tls)
-        configuration.serverName = invocation.string("--server-name")
+        configuration.serverName = try APNsConnectionOptions.serverName(invocation)
         configuration.providerTokens = tokens
         let answer = ConnectionPool.perform([request], configuration: configuration, timeout: timeout)[0]
         if let failure = answer.failure { throw CLIError(.unavailable, "\(endpoint.host):\(endpoint.port): \(failure)") }
         return Answered(answer: answer, tokenIssuedAt: token.issuedAt)
+    }
+
+    /// `--server-name`: a DNS name or IP address the certificate must be for. Anything else (empty,
+    /// control characters, spaces) could only fail the handshake as "unreachable" (69); it is
+    /// invalid input (65), refused before a connection opens.
+    static func serverName(_ invocation: Invocation) throws(CLIError) -> String? {
+        guard let name = invocation.string("--server-name") else { return nil }
+        let allowed = name.utf8.allSatisfy { byte in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: ":")
+        }
+        guard !name.isEmpty, name.utf8.count <= 253, allowed else {
+            throw .data("--server-name must be a DNS name or IP address (letters, digits, '-', '.', ':'; at most 253 characters), not '\(String(name.unicodeScalars.prefix(64).map { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7f ? Character($0) : "?" }))'")
+        }
+        return name
     }
 
     static func environment(_ invocation: Invocation) throws(CLIError) -> APNs.Environment {
@@ -76,22 +96,30 @@ enum APNsConnectionOptions {
 
     /// `--host` (or Apple's push host for the environment) as host and port.
     static func pushEndpoint(_ invocation: Invocation) throws(CLIError) -> (host: String, port: Int) {
+        // Checked even when --host replaces its host: a misspelt environment is never ignored.
+        let environment = try environment(invocation)
         if let text = invocation.string("--host") { return try hostPort(text, option: "--host") }
-        let endpoint = try environment(invocation).devicePush
+        let endpoint = environment.devicePush
         return (endpoint.host, endpoint.port)
     }
 
     /// `--manage-host` (or Apple's channel-management host for the environment).
     static func manageEndpoint(_ invocation: Invocation) throws(CLIError) -> (host: String, port: Int) {
+        let environment = try environment(invocation)
         if let text = invocation.string("--manage-host") { return try hostPort(text, option: "--manage-host") }
-        let endpoint = try environment(invocation).channelManagement
+        let endpoint = environment.channelManagement
         return (endpoint.host, endpoint.port)
     }
 
     static func tls(_ invocation: Invocation) throws(CLIError) -> TLSConfiguration {
         let caFile = invocation.string("--ca-file")
         do { return try TLSConfiguration.client(caFile: caFile) } catch {
-            throw CLIError(caFile != nil ? .noInput : .config, error.description)
+            guard let caFile else { throw CLIError(.config, error.description) }
+            // Missing or unreadable is no input (66); a file that holds no certificate is invalid
+            // input (65), like a .p8 that holds no key.
+            var status = stat()
+            let readable = stat(caFile, &status) == 0 && status.st_mode & S_IFMT == S_IFREG && access(caFile, R_OK) == 0
+            throw CLIError(readable ? .dataError : .noInput, error.description)
         }
     }
 

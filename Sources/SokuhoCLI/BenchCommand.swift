@@ -93,7 +93,7 @@ enum BenchCommand {
             let (host, port) = try APNsConnectionOptions.hostPort(String(target.dropFirst(8).prefix { $0 != "/" }), option: "--target")
             let tls = try APNsConnectionOptions.tls(invocation)
             configuration = PoolConfiguration(host: host, port: port, tls: tls)
-            configuration.serverName = invocation.string("--server-name")
+            configuration.serverName = try APNsConnectionOptions.serverName(invocation)
             if invocation.string("--key") != nil { configuration.providerTokens = try APNsConnectionOptions.providerTokens(invocation) }
         } else {
             let simulatorThreads = try invocation.int("--simulator-threads", in: 1...64) ?? Int(SystemInfo.cores)

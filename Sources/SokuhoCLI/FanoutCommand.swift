@@ -69,7 +69,7 @@ enum FanoutCommand {
         var manage: (host: String, port: Int) = (environment.channelManagement.host, environment.channelManagement.port)
         if let text = invocation.string("--manage-host") { manage = try APNsConnectionOptions.hostPort(text, option: "--manage-host") }
         var pool = PoolConfiguration(host: push.host, port: push.port, tls: tls)
-        pool.serverName = invocation.string("--server-name")
+        pool.serverName = try APNsConnectionOptions.serverName(invocation)
         pool.providerTokens = try APNsConnectionOptions.providerTokens(invocation)
         pool.connections = try invocation.int("--connections", in: 1...256) ?? 4
         pool.streamsPerConnection = try invocation.int("--streams", in: 1...100_000) ?? 1000

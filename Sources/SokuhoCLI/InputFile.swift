@@ -11,6 +11,12 @@ enum InputFile {
             throw CLIError(code, "\(option) \(path): \(String(cString: strerror(errno)))")
         }
         defer { if fd != 0 { close(fd) } }
+        // open(2) succeeds on a directory and read(2) then fails with EISDIR: say so up front, as
+        // an input that cannot be read (66), not an I/O error part-way (74).
+        var status = stat()
+        if fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFDIR {
+            throw CLIError(.noInput, "\(option) \(path) is a directory; give a file")
+        }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {

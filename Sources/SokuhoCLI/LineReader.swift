@@ -13,6 +13,9 @@ struct LineReader {
 
     let source: Source
 
+    /// The longest line read from a file or stdin (a token line is a few hundred bytes).
+    static let maximumLineBytes = 16 << 20
+
     /// Opens `path` ("-" is stdin). A missing or unreadable file is exit 66.
     static func open(_ path: String) throws(CLIError) -> LineReader {
         if path == "-" { return LineReader(source: .descriptor(0)) }
@@ -80,7 +83,15 @@ struct LineReader {
             var buffer = [UInt8](repeating: 0, count: 1 << 20)
             var filled = 0
             while true {
-                if filled == buffer.count { buffer.append(contentsOf: [UInt8](repeating: 0, count: buffer.count)) }
+                if filled == buffer.count {
+                    // The unfinished line fills the buffer: grow it, up to a bound, so a file
+                    // without newlines (/dev/zero, a disk image) is refused instead of read into
+                    // memory until it runs out.
+                    guard buffer.count < LineReader.maximumLineBytes else {
+                        throw CLIError.data("line \(number + 1) is longer than \(LineReader.maximumLineBytes >> 20) MiB; each line must be one JSON object (is this the right file?)")
+                    }
+                    buffer.append(contentsOf: [UInt8](repeating: 0, count: buffer.count))
+                }
                 let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + filled, $0.count - filled) }
                 if count < 0 && errno == EINTR { continue }
                 guard count >= 0 else { throw CLIError(.ioError, "reading the input failed: \(String(cString: strerror(errno)))") }

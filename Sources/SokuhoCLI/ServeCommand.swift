@@ -60,7 +60,12 @@ enum ServeCommand {
     /// flags of this invocation on top.
     static func load(_ invocation: Invocation) throws(CLIError) -> ServeConfiguration {
         var file: [UInt8]?
-        if let path = invocation.string("--config") { file = try InputFile.read(path, option: "--config", limit: 1 << 20) }
+        if let path = invocation.string("--config") {
+            // `serve` documents 0/66/78: a file too large to be a configuration is an invalid one.
+            do { file = try InputFile.read(path, option: "--config", limit: 1 << 20) } catch {
+                throw error.code == .dataError ? CLIError(.config, error.message + "; a configuration is at most 1 MiB") : error
+            }
+        }
         // Only the flags: the variables go in separately, so a message can name which one was wrong.
         let flags = invocation.values.filter { name, _ in ServeSetting.all.contains { $0.flag == name } }
         do {

@@ -45,8 +45,14 @@ enum StoreRestoreCommand {
         let staged: StagedRestore
         do { staged = try TokenStore.stageRestore(backup: backup, into: directory) } catch {
             switch error {
-            case .corrupt, .foreign, .newerSchema:
-                throw CLIError(.dataError, "the backup \(TokenStore.backupFile(backup)) cannot be restored: \(error.description); nothing was changed, take another backup")
+            // The store's own advice ("restore it from a backup", "point --store at …") is wrong
+            // for a backup being restored: say what the backup is, then what to do.
+            case let .corrupt(_, detail):
+                throw CLIError(.dataError, "the backup \(TokenStore.backupFile(backup)) cannot be restored: it is corrupt (\(detail)); nothing was changed, take another backup")
+            case let .foreign(_, detail):
+                throw CLIError(.dataError, "the backup \(TokenStore.backupFile(backup)) cannot be restored: it is not a Sokuho token store (\(detail)); nothing was changed, give a file sokuho store backup wrote")
+            case .newerSchema:
+                throw CLIError(.dataError, "the backup \(TokenStore.backupFile(backup)) cannot be restored: \(error.description); nothing was changed")
             case .missing:
                 throw CLIError(.noInput, "no backup at \(TokenStore.backupFile(backup)); give the directory sokuho store backup wrote, or its data.mdb")
             default:

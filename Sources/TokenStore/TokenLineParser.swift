@@ -45,6 +45,8 @@ public struct TokenLineParser {
 
     /// How far past `now` a `registeredAt` or `startedAt` may lie (clock skew between machines): one day.
     public static let registeredAtTolerance: UInt64 = 86_400_000
+    /// `registeredAt` and `startedAt` values that are seconds, not milliseconds: refused.
+    public static let secondsLookalike: Range<UInt64> = 1_000_000_000..<100_000_000_000
 
     /// Parses one line (without its newline), validated against `StoreLimits`. `now` (ms since
     /// 1970) bounds `registeredAt` and `startedAt` and is an activity's default `startedAt`; an
@@ -428,6 +430,13 @@ public struct TokenLineParser {
             let shown = overflow ? "" : " (\(value) ms)"
             throw Failure(column: start + 1,
                           message: "\(field)\(shown) is more than a day after now (\(now) ms); it must be milliseconds since 1970")
+        }
+        // 10⁹ … 10¹¹ is 2001–5138 in seconds but Jan 1970 – Mar 1973 in milliseconds, before any
+        // phone had a push token: seconds given where milliseconds belong. Read as milliseconds it
+        // would make the token older than every 410, pruned by the first one.
+        if TokenLineParser.secondsLookalike.contains(value) {
+            throw Failure(column: start + 1,
+                          message: "\(field) \(value) looks like seconds since 1970; it must be milliseconds (\(value)000)")
         }
         return value
     }
