@@ -103,6 +103,11 @@ import Testing
         let ca = writeFile(shared, "ca.pem", readFile(scenario.running.certificates.ca))
         let adminToken = writeFile(shared, "admin.token", "bad-input-admin-token-0123456789\n")
         chmod(adminToken, 0o600)
+        // The corpus's files as `{root}`, readable by their owner only: a git checkout makes them
+        // 0644, and a key readable by others is refused for that before what the case is about.
+        let root = shared + "/corpus"
+        let copy = ChildProcess.run("sh", ["-c", "cp -r \"$0\" \"$1\" && chmod -R go-rwx \"$1\"", Self.corpus, root])
+        try #require(copy.status == 0, "copying the corpus: \(copy.err)")
         var tried = 0
         var failures: [String] = []
 
@@ -112,7 +117,7 @@ import Testing
                 let name = "\(folder)/cases.jsonl:\(index + 1) \(test["name"]?.stringValue ?? "?")"
                 let directory = temporaryDirectory("sokuho-badcase")
                 var values: [(String, String)] = [
-                    ("{dir}", directory), ("{store}", directory + "/store"), ("{root}", Self.corpus), ("{key}", key), ("{ca}", ca),
+                    ("{dir}", directory), ("{store}", directory + "/store"), ("{root}", root), ("{key}", key), ("{ca}", ca),
                     ("{host}", "127.0.0.1:\(scenario.running.port)"), ("{manageHost}", "127.0.0.1:\(scenario.running.managePort)"),
                     ("{dead}", "127.0.0.1:1"), ("{token}", deviceToken("f1")), ("{adminToken}", adminToken),
                 ]
