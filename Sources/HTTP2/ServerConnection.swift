@@ -43,6 +43,14 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
     var goAwayLastStreamID = Int32.max
     var dropping = false
     var stalled = false
+    /// Done after a GOAWAY: our side is closed (close_notify, FIN) and what the client still sends
+    /// is read and dropped until it closes, or `lingerLimit` passes. Closing at once with its
+    /// requests unread in the socket would send a RST, and the client's kernel would drop the last
+    /// answers and the GOAWAY itself before the client read them: every push in flight would look
+    /// unknown (a fault run saw whole connections end that way).
+    private var lingering = false
+    private static let lingerLimit: Duration = .seconds(2)
+    private lazy var lingerTimer = LoopTimer { [unowned self] _ in self.finish() }
     private let scratch: UnsafeMutablePointer<UInt8>
     private static let scratchCapacity = 64 * 1024
 
@@ -188,7 +196,7 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
     public func prepare(now: MonotonicInstant) -> Bool {
         guard !closed else { return false }
         // Silent: never write, and never close on our own (nghttp2 may think it is done).
-        if stalled { return false }
+        if stalled || lingering { return false }
         guard let session else { return tlsWantsWrite }
         flush(session)
         if closed { return false }
@@ -197,7 +205,9 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
             return false
         }
         if !session.wantsRead, !session.wantsWrite, !session.hasPendingOutput, !pump.isBlocked {
-            finish()
+            // After our GOAWAY the client may still be sending: close gracefully. After the
+            // client's, it is done sending: close now.
+            if goingAway { closeGracefully() } else { finish() }
             return false
         }
         return session.hasPendingOutput || pump.isBlocked
@@ -208,7 +218,7 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
         if self.session == nil { continueHandshake() }
         // Records that arrived with the handshake's last flight are already inside mbedTLS: read on.
         guard let session, !closed else { return }
-        if stalled { discardAvailable(); return }
+        if stalled || lingering { discardAvailable(); return }
         switch pump.read(from: tls, into: session, stillOpen: { [unowned self] in !self.closed && !self.stalled }) {
         case .ok: break
         case .closed, .failed: finish(); return
@@ -255,10 +265,22 @@ public final class ServerConnection: EventLoopSource, @unchecked Sendable {
         }
     }
 
+    /// The graceful end (see `lingering`).
+    private func closeGracefully() {
+        guard !lingering, !closed else { return }
+        lingering = true
+        session = nil
+        tls.closeNotify()
+        let fd = tls.fileDescriptor
+        _ = try? Syscall.check("shutdown") { Glibc.shutdown(fd, Int32(SHUT_WR)) }
+        loop.arm(lingerTimer, at: MonotonicInstant.now() + Self.lingerLimit)
+    }
+
     private func finish() {
         guard !closed else { return }
         loop.remove(self)
         loop.disarm(delayTimer)
+        loop.disarm(lingerTimer)
         closed = true
         tls.closeNotify()
         session = nil

@@ -364,8 +364,10 @@ final class TimedSink: PushOutcomeSink, @unchecked Sendable {
         #expect(sender.statistics().counters[.authOrConnectionFailure] == 300)
         let halt = sender.haltMessage ?? ""
         #expect(halt.contains("clock is at least") && halt.contains("behind APNs'"), "\(halt)")
-        // One stream per new connection until a push succeeds: a couple of refusals, not a reconnect loop.
-        #expect(simulator.counters.rejectedTotal <= 2, "\(simulator.counters.rejected)")
+        // One stream per new connection until a push succeeds, and a token refused on a fresh
+        // connection is believed the second time (one sporadic answer must not stop the pool):
+        // a few refusals, not a reconnect loop.
+        #expect(simulator.counters.rejectedTotal <= 3, "\(simulator.counters.rejected)")
     }
 
     @Test("three processes in a row share one provider token, so a server counting changes per key accepts them all")
