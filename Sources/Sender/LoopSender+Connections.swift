@@ -90,7 +90,13 @@ extension LoopSender {
             }
         }
         if answered && connection.successfulResponses > 0 {
-            slot.backoff = configuration.reconnectInitial
+            // It worked until it dropped (a reset, a restart behind a load balancer): reconnect at
+            // once, once. Should the new connection fail before answering, the back-off starts
+            // then. (A 1 s pause after every such drop let a fault run's churning connections
+            // leave most pushes waiting until they expired.)
+            slot.backoff = .zero
+            slot.reconnectAt = now
+            return
         } else {
             slot.backoff = slot.backoff == .zero ? configuration.reconnectInitial : min(configuration.reconnectMaximum, slot.backoff * 2)
         }
