@@ -179,10 +179,7 @@ extension Router {
         case let .success(.some(found)): installation = found
         }
         let given = SHA256.hash(Base64URL.decode(header.dropFirst(scheme.count)) ?? [])
-        // Constant time over the hash: how many leading bytes match must not show in the timing.
-        var difference = UInt8(installation.secretHash.count == given.count ? 0 : 1)
-        for index in 0..<given.count { difference |= given[index] ^ (index < installation.secretHash.count ? installation.secretHash[index] : 0) }
-        guard difference == 0 else {
+        guard ConstantTime.equal(given, installation.secretHash) else {
             return .failure(AnswerError(.response(.error(status: 403, code: "forbidden", message: "the installation's secret is wrong"))))
         }
         return .success(installation)

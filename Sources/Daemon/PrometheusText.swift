@@ -43,24 +43,16 @@ public struct PrometheusText {
         return String(value)
     }
 
-    static func escapeLabel(_ value: String) -> String {
-        var out = ""
-        for character in value {
-            switch character {
-            case "\\": out += "\\\\"
-            case "\"": out += "\\\""
-            case "\n": out += "\\n"
-            default: out.append(character)
-            }
-        }
-        return out
-    }
+    /// A label value escapes backslash, double quote and newline; HELP text backslash and newline.
+    static func escapeLabel(_ value: String) -> String { escape(value, quote: true) }
+    static func escapeHelp(_ value: String) -> String { escape(value, quote: false) }
 
-    static func escapeHelp(_ value: String) -> String {
+    private static func escape(_ value: String, quote: Bool) -> String {
         var out = ""
         for character in value {
             switch character {
             case "\\": out += "\\\\"
+            case "\"" where quote: out += "\\\""
             case "\n": out += "\\n"
             default: out.append(character)
             }

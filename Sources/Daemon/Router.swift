@@ -1,3 +1,4 @@
+import Crypto
 import Fanout
 import HTTPAPI
 import JSONCore
@@ -107,10 +108,7 @@ package final class Router: @unchecked Sendable {
             response.headers.append(("WWW-Authenticate", "Bearer"))
             return response
         }
-        let given = Array(header.utf8.dropFirst(7))
-        var difference = UInt8(given.count == expected.count ? 0 : 1)
-        for index in 0..<expected.count { difference |= expected[index] ^ (index < given.count ? given[index] : 0) }
-        guard difference == 0 else {
+        guard ConstantTime.equal(Array(header.utf8.dropFirst(7)), expected) else {
             var response = HTTPResponse.error(status: 401, code: "unauthorized", message: "the admin token is wrong")
             response.headers.append(("WWW-Authenticate", "Bearer error=\"invalid_token\""))
             return response

@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import Crypto
 import Fanout
 import TokenStore
 
@@ -78,18 +76,9 @@ enum StatusPage {
     /// The last credential check: when, and why it failed.
     private static func credentials(_ runtime: AppRuntime) -> String {
         guard let check = runtime.credentialCheck.withLock({ $0 }) else { return "<span>not checked yet</span>" }
-        let when = "checked " + escape(utcText(check.checkedAt))
+        let when = "checked " + escape(ProviderTokenClockDiagnosis.iso8601(check.checkedAt))
         if check.ok { return "<span class=\"ok\">ok</span> (\(when))" }
         return "<span class=\"bad\">failed: \(escape(check.message ?? ""))</span> (\(when))"
-    }
-
-    /// "2026-12-01 20:30:05 UTC".
-    static func utcText(_ seconds: Int64) -> String {
-        var time = time_t(seconds)
-        var parts = tm()
-        gmtime_r(&time, &parts)
-        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday)) \(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) UTC"
     }
 
     private static func appendEvents(_ html: inout String, _ entries: [EventQueue.Entry]) {
