@@ -43,7 +43,7 @@ let package = Package(
         // `sokuho serve`: its configuration (one JSON file, flags and SOKUHO_* variables on top,
         // checked whole at start); the daemon itself comes next.
         // openapi.json describes the HTTP API; SimulatorTests/OpenAPITests checks the server against it.
-        .target(name: "Daemon", dependencies: ["APNs", "Crypto", "JSONCore", "Fanout", "Sender", "TokenStore", "HTTPAPI", "HTTP2", "IO", "CSystem"],
+        .target(name: "Daemon", dependencies: ["APNs", "Crypto", "JSONCore", "Fanout", "Sender", "TokenStore", "HTTPAPI", "HTTP2", "IO", "CSystem", "Cluster"],
                 exclude: ["openapi.json"]),
         // Live Activity events from the token store: scan → starts per group → pool → outcomes →
         // store writes (checkpoints, pruning), plus the event's broadcasts and channels.

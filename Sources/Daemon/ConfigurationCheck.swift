@@ -40,6 +40,10 @@ struct ConfigurationCheck {
         }
         let size = try privateFile(config.adminTokenFile, field: token, what: "the admin token lets whoever reads it send events to every phone")
         guard size > 0 else { throw ConfigurationError(field: token, "\(config.adminTokenFile) is empty; write the token into it") }
+        if let passwordFile = config.cluster?.passwordFile {
+            let field = (origins["cluster"] ?? "cluster") + ".passwordFile"
+            try privateFile(passwordFile, field: field, what: "the Redis password lets whoever reads it change registrations and submit events")
+        }
     }
 
     /// Checks that `path` is a regular file only its owner can access, unless `allowReadableKey`;

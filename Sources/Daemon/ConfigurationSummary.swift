@@ -26,6 +26,11 @@ extension ServeConfiguration {
         if standby {
             lines.append("standby       yes: nothing is sent until promoted" + (standbyBackupFile.map { "; follows the backup at \($0)" } ?? ""))
         }
+        if let cluster {
+            lines.append("cluster       node \(cluster.node) through \(cluster.redis)\(cluster.passwordFile.map { " (password \($0))" } ?? ""), "
+                         + "\(cluster.shards) shards per event, claimed after \(Self.seconds(cluster.claimAfter)) s, "
+                         + "registration stream ~\(cluster.registrationStreamLength) entries")
+        }
         return lines.joined(separator: "\n")
     }
 
@@ -75,6 +80,19 @@ extension ServeConfiguration {
         writer.key("allowReadableKey"); writer.bool(allowReadableKey)
         writer.key("standby"); writer.bool(standby)
         writer.key("standbyBackupFile"); if let standbyBackupFile { writer.string(standbyBackupFile) } else { writer.null() }
+        writer.key("cluster")
+        if let cluster {
+            writer.beginObject()
+            writer.key("redis"); writer.string(cluster.redis.description)
+            if let passwordFile = cluster.passwordFile { writer.key("passwordFile"); writer.string(passwordFile) }
+            writer.key("node"); writer.string(cluster.node)
+            writer.key("shards"); writer.int(cluster.shards)
+            writer.key("claimSeconds"); writer.int(Self.seconds(cluster.claimAfter))
+            writer.key("registrationStreamLength"); writer.int(cluster.registrationStreamLength)
+            writer.endObject()
+        } else {
+            writer.null()
+        }
         writer.endObject()
         return writer.string
     }

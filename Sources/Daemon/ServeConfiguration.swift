@@ -93,6 +93,8 @@ public struct ServeConfiguration: Sendable {
     /// Where the primary's backup timer ships its latest backup: a standby applies it to its own
     /// store whenever it changes. Nil: the standby's store is only what it was started with.
     public var standbyBackupFile: String?
+    /// Several nodes through Valkey/Redis (`ClusterReading.swift`); nil: this node alone.
+    public var cluster: Cluster?
 
     /// The defaults; `load` fills in the rest.
     public init() {}

@@ -87,5 +87,9 @@ public struct ServeSetting: Sendable {
             if case .json(.null) = input { config.standbyBackupFile = nil; return }
             config.standbyBackupFile = try SettingValue.absolutePath(input, field: field)
         },
+        ServeSetting("cluster", flag: "--cluster", variable: "SOKUHO_CLUSTER", placeholder: "JSON",
+                     help: "share registrations and events with other nodes through Valkey/Redis: {\"redis\": \"HOST:PORT\", \"node\", \"shards\", \"claimSeconds\", \"passwordFile\", \"registrationStreamLength\"} (default: none, this node alone)") {
+            (input, field, config) throws(ConfigurationError) in config.cluster = try ClusterReading.cluster(input, field: field)
+        },
     ]
 }

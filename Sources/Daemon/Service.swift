@@ -46,6 +46,8 @@ public final class Service: Sendable {
     let registering = Mutex<Set<String>>([])
     /// The bound API ports, in the order of `configuration.listen` (port 0 becomes the picked one).
     public let ports: [Int]
+    /// This node of a cluster, or nil without a `cluster` section (`ClusterNode`).
+    let cluster: ClusterNode?
 
     /// Opens the store, starts the warm pools, re-queues what a previous run accepted but did not
     /// finish, and binds the API (nothing is served until `start`).
@@ -58,6 +60,7 @@ public final class Service: Sendable {
         stores = StoreHolder(store)
         standby = Atomic(configuration.standby)
         adminToken = Mutex(try Self.readAdminToken(configuration.adminTokenFile))
+        cluster = try configuration.cluster.map { (settings) throws(ServiceError) in try ClusterNode(settings) }
         limiter = Mutex(configuration.rateLimit.map { RateLimiter(perSecond: Double($0.perSecond), burst: $0.burst) })
         let router = Router()
         var limits = HTTPLimits()
@@ -135,17 +138,22 @@ public final class Service: Sendable {
 
     /// The admin bearer token: the file's content without surrounding white space.
     static func readAdminToken(_ path: String) throws(ServiceError) -> [UInt8] {
-        guard let file = fopen(path, "r") else {
-            throw ServiceError("adminTokenFile \(path): \(String(cString: strerror(errno)))")
-        }
-        defer { fclose(file) }
-        var bytes = [UInt8](repeating: 0, count: 4096)
-        let count = fread(&bytes, 1, bytes.count, file)
-        let token = Array(bytes[..<count].drop { $0 <= 0x20 }.reversed().drop { $0 <= 0x20 }.reversed())
+        let token: [UInt8]
+        do { token = try readSecretFile(path) } catch { throw ServiceError("adminTokenFile \(path): \(error.message)") }
         guard token.count >= 16 else {
             throw ServiceError("adminTokenFile \(path): the token is \(token.count) characters; use at least 16 random ones (e.g. openssl rand -hex 32)")
         }
         return token
+    }
+
+    /// A small secret file's content (at most 4 KiB) without surrounding white space: the admin
+    /// token, the cluster's Redis password.
+    static func readSecretFile(_ path: String) throws(ServiceError) -> [UInt8] {
+        guard let file = fopen(path, "r") else { throw ServiceError(String(cString: strerror(errno))) }
+        defer { fclose(file) }
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        let count = fread(&bytes, 1, bytes.count, file)
+        return Array(bytes[..<count].drop { $0 <= 0x20 }.reversed().drop { $0 <= 0x20 }.reversed())
     }
 
     /// The runtime of an event's app, if this daemon serves it.

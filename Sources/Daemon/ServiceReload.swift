@@ -12,7 +12,7 @@ import IO
 ///   queued events move to it, running ones finish on the old one, which is shut down after.
 /// - New apps start; removed apps stop taking events and are shut down once their events finished.
 /// - The admin token, the rate limit and the credential-check interval change at once.
-/// - `listen`, `storePath`, `maxBodyBytes` and `statusPage` are bound at start: a change is
+/// - `listen`, `storePath`, `maxBodyBytes`, `statusPage` and `cluster` are bound at start: a change is
 ///   reported and takes effect at the next restart.
 /// All of it or nothing: a configuration that fails to load or start an app changes nothing.
 extension Service {
@@ -68,12 +68,15 @@ extension Service {
         }
         settings.withLock { settings in
             let listen = settings.listen, store = settings.storePath, body = settings.maxBodyBytes, page = settings.statusPage
+            let cluster = settings.cluster
             settings = new
             // Bound at start: the running values stay until the next restart.
             settings.listen = listen; settings.storePath = store; settings.maxBodyBytes = body; settings.statusPage = page
+            settings.cluster = cluster
         }
         for (name, changed) in [("listen", new.listen != old.listen), ("storePath", new.storePath != old.storePath),
-                                ("maxBodyBytes", new.maxBodyBytes != old.maxBodyBytes), ("statusPage", new.statusPage != old.statusPage)]
+                                ("maxBodyBytes", new.maxBodyBytes != old.maxBodyBytes), ("statusPage", new.statusPage != old.statusPage),
+                                ("cluster", new.cluster != old.cluster)]
         where changed {
             report.lines.append("\(name): changed in the configuration; takes effect at the next restart")
         }

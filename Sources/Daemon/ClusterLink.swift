@@ -1,0 +1,79 @@
+import Cluster
+import IO
+import Synchronization
+
+/// Whether this node reaches the cluster's Redis: what `/readyz`, `/metrics` and the status page
+/// say. Every link reports each success and failure here; one working link is not proof the others
+/// work, so the last report wins (a failure is reported until some command succeeds again).
+final class ClusterHealth: Sendable {
+    private let state = Mutex<(connected: Bool, error: String?)>((false, "not connected yet"))
+    /// Commands sent to Redis by this node (every link), for `/metrics` and the benchmark.
+    let commands = Atomic<Int>(0)
+
+    var connected: Bool { state.withLock { $0.connected } }
+    /// The last failure, while disconnected.
+    var problem: String? { state.withLock { $0.connected ? nil : $0.error } }
+
+    func succeeded() {
+        state.withLock { $0 = (true, nil) }
+    }
+
+    func failed(_ error: RedisError) {
+        state.withLock { $0 = (false, error.description) }
+    }
+}
+
+/// One thread's connection to the cluster's Redis (hiredis is blocking, so each cluster thread has
+/// its own): connects on first use, and after a failure reconnects no sooner than its back-off
+/// (100 ms, doubling to 5 s) so a Redis that is down costs one connect attempt per back-off, not
+/// one per command.
+final class ClusterLink {
+    let endpoint: RedisEndpoint
+    let health: ClusterHealth
+    private var connection: RedisConnection?
+    private var backoff: Duration = .milliseconds(100)
+    private var retryAt = MonotonicInstant.now()
+
+    init(endpoint: RedisEndpoint, health: ClusterHealth) {
+        self.endpoint = endpoint
+        self.health = health
+    }
+
+    /// Runs `body` on a working connection. Throws the connection's error (or the last connect
+    /// failure while backing off); a server error reply is `body`'s to handle.
+    func run<T>(_ body: (RedisConnection) throws(RedisError) -> T) throws(RedisError) -> T {
+        let connection = try connected()
+        do {
+            let result = try body(connection)
+            health.commands.add(1, ordering: .relaxed)
+            health.succeeded()
+            backoff = .milliseconds(100)
+            return result
+        } catch {
+            health.commands.add(1, ordering: .relaxed)
+            if error.needsReconnect {
+                health.failed(error)
+                retryAt = MonotonicInstant.now()  // a lost connection is re-made at once, once
+            } else {
+                health.succeeded()  // the server answered: it is reachable
+            }
+            throw error
+        }
+    }
+
+    private func connected() throws(RedisError) -> RedisConnection {
+        if let connection, connection.isConnected { return connection }
+        guard MonotonicInstant.now() >= retryAt else {
+            throw RedisError.connectFailed(endpoint: endpoint.description, message: health.problem ?? "backing off")
+        }
+        do {
+            if let connection { try connection.reconnect() } else { connection = try RedisConnection(endpoint) }
+            return connection!
+        } catch {
+            health.failed(error)
+            retryAt = MonotonicInstant.now() + backoff
+            backoff = min(backoff * 2, .seconds(5))
+            throw error
+        }
+    }
+}
