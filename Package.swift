@@ -74,7 +74,9 @@ let package = Package(
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "CMbedTLS"], exclude: ["Fixtures"]),
         .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "JSONCore"]),
         // The cluster client against a real redis-server the tests start on loopback.
-        .testTarget(name: "ClusterTests", dependencies: ["Cluster"]),
+        .testTarget(name: "ClusterTests", dependencies: ["Cluster", "RedisTestSupport"]),
+        // A redis-server of the test's own on a free loopback port (ClusterTests, the cluster's end-to-end tests).
+        .target(name: "RedisTestSupport", dependencies: ["Cluster"], path: "Tests/RedisTestSupport"),
         // The C return-code rules of the checked wrappers, checked by reading the sources.
         .testTarget(name: "SourceRuleTests"),
         // Fuzzing: the targets (parsers of untrusted input), the libFuzzer driver that Toolchain/fuzz

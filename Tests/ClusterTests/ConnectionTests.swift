@@ -1,4 +1,5 @@
 import Cluster
+import RedisTestSupport
 import Dispatch
 import Glibc
 import Testing

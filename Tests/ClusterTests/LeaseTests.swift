@@ -1,4 +1,5 @@
 import Cluster
+import RedisTestSupport
 import Testing
 
 @Suite(.serialized) struct LeaseTests {

@@ -1,4 +1,5 @@
 import Cluster
+import RedisTestSupport
 import Testing
 
 /// Streams and consumer groups against a real redis-server. Serialized: each test starts its own

@@ -4,19 +4,20 @@ import Testing
 
 /// A redis-server of the test's own on a free loopback port, no persistence, in a temporary
 /// directory; stopped (SIGTERM, then waited for) when the fixture goes away. `restart()` stops it and
-/// starts a new one on the same port — an empty one, since nothing is saved.
-final class RedisServerFixture {
-    struct Missing: Error, CustomStringConvertible {
-        var description: String { "redis-server is not on PATH: install redis-server (Toolchain/setup --for-tests)" }
+/// starts a new one on the same port — an empty one, since nothing is saved, unless
+/// `extraArguments` (given last, so they override) turn persistence on: `--appendonly yes`.
+public final class RedisServerFixture {
+    public struct Missing: Error, CustomStringConvertible {
+        public var description: String { "redis-server is not on PATH: install redis-server (Toolchain/setup --for-tests)" }
     }
-    struct StartFailed: Error, CustomStringConvertible { let description: String }
+    public struct StartFailed: Error, CustomStringConvertible { public let description: String }
 
-    let port: Int
-    let directory: String
-    let extraArguments: [String]
-    private(set) var pid: pid_t = 0
+    public let port: Int
+    public let directory: String
+    public let extraArguments: [String]
+    public private(set) var pid: pid_t = 0
 
-    init(extraArguments: [String] = []) throws {
+    public init(extraArguments: [String] = []) throws {
         guard Self.onPath("redis-server") else { throw Missing() }
         var template = Array("/tmp/sokuho-redis-test-XXXXXX".utf8CString)
         directory = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
@@ -31,16 +32,16 @@ final class RedisServerFixture {
         rmdir(directory)
     }
 
-    func endpoint(connectTimeout: Duration = .seconds(2), commandTimeout: Duration = .seconds(2), password: String? = nil) -> RedisEndpoint {
+    public func endpoint(connectTimeout: Duration = .seconds(2), commandTimeout: Duration = .seconds(2), password: String? = nil) -> RedisEndpoint {
         RedisEndpoint(host: "127.0.0.1", port: port, password: password, connectTimeout: connectTimeout, commandTimeout: commandTimeout)
     }
 
-    func connect(commandTimeout: Duration = .seconds(2)) throws -> RedisConnection {
+    public func connect(commandTimeout: Duration = .seconds(2)) throws -> RedisConnection {
         try RedisConnection(endpoint(commandTimeout: commandTimeout))
     }
 
     /// Starts redis-server and waits (up to 10 s) until it answers PING.
-    func start() throws {
+    public func start() throws {
         let arguments = ["redis-server", "--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                          "--dir", directory, "--daemonize", "no", "--logfile", directory + "/redis.log"] + extraArguments
         var actions = posix_spawn_file_actions_t()
@@ -83,7 +84,7 @@ final class RedisServerFixture {
     }
 
     /// Stops the server (SIGTERM; SIGKILL if it is still there after 3 s) and waits for it to exit.
-    func stop() {
+    public func stop() {
         guard pid > 0 else { return }
         kill(pid, SIGTERM)
         var status: Int32 = 0
@@ -95,13 +96,13 @@ final class RedisServerFixture {
         pid = 0
     }
 
-    func restart() throws {
+    public func restart() throws {
         stop()
         try start()
     }
 
     /// The password given with --requirepass, if any.
-    var password: String? {
+    public var password: String? {
         guard let index = extraArguments.firstIndex(of: "--requirepass"), index + 1 < extraArguments.count else { return nil }
         return extraArguments[index + 1]
     }
@@ -113,7 +114,7 @@ final class RedisServerFixture {
 }
 
 /// A loopback port nobody listens on now: bound to port 0, read back, closed.
-func freePort() throws -> Int {
+public func freePort() throws -> Int {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     try #require(fd >= 0, "socket failed")
     defer { close(fd) }
@@ -132,13 +133,11 @@ func freePort() throws -> Int {
 }
 
 /// Monotonic seconds.
-func now() -> Double {
+public func now() -> Double {
     var time = timespec()
     clock_gettime(CLOCK_MONOTONIC, &time)
     return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
 }
 
-func sleep(milliseconds: Int) { usleep(useconds_t(milliseconds * 1000)) }
+public func sleep(milliseconds: Int) { usleep(useconds_t(milliseconds * 1000)) }
 
-/// Fields from text pairs.
-func fields(_ pairs: KeyValuePairs<String, String>) -> [StreamEntry.Field] { pairs.map { StreamEntry.Field($0.key, $0.value) } }
