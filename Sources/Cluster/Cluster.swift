@@ -37,6 +37,14 @@ public enum ClusterKeys {
     public static let registrations = "sokuho:registrations"
     /// The consumer group reading the event shards.
     public static let eventGroup = "sokuho"
-    /// Event shard `index`'s stream.
-    public static func events(shard index: Int) -> String { "sokuho:events:\(index)" }
+    /// The stream of event shards waiting for a node: one entry per shard, read through the
+    /// consumer group `eventGroup`, acknowledged and deleted once the shard is done.
+    public static let events = "sokuho:events"
+    /// Hash per event key: the serials accepted (`s<serial>` → body hash) and the highest (`max`):
+    /// the cluster-wide dedup by key and serial.
+    public static func eventSerials(_ eventKey: String) -> String { "sokuho:serials:" + eventKey }
+    /// Hash per event serial: its body, shard count, and each shard's owner, fencing token and report.
+    public static func eventShards(_ eventKey: String, serial: UInt32) -> String { "sokuho:shards:\(eventKey)/\(serial)" }
+    /// The lease a node holds while it sends a shard.
+    public static func shardLease(_ eventKey: String, serial: UInt32, shard: Int) -> String { "shard:\(eventKey)/\(serial)/\(shard)" }
 }

@@ -140,6 +140,24 @@ extension RedisConnection {
         return count
     }
 
+    /// XCLAIM `stream` `group` `consumer` 0 `id` JUSTID: makes `id` this consumer's and resets its
+    /// idle time, so XAUTOCLAIM elsewhere does not take it while its holder still works on it (and
+    /// a lease proves the holder is the right one). False when the entry is no longer pending.
+    public func keepClaimed(_ id: StreamID, on stream: String, group: String, for consumer: String) throws(RedisError) -> Bool {
+        let reply = try command(["XCLAIM", .text(stream), .text(group), .text(consumer), "0", .text(id.description), "JUSTID"])
+        guard case let .array(ids) = reply else { throw .unexpectedReply(command: "XCLAIM", reply: reply.description) }
+        return !ids.isEmpty
+    }
+
+    /// XDEL → how many of `ids` were in the stream.
+    @discardableResult
+    public func delete(_ ids: [StreamID], from stream: String) throws(RedisError) -> Int64 {
+        guard !ids.isEmpty else { return 0 }
+        let reply = try command(["XDEL", .text(stream)] + ids.map { .text($0.description) })
+        guard case let .integer(count) = reply else { throw .unexpectedReply(command: "XDEL", reply: reply.description) }
+        return count
+    }
+
     /// XAUTOCLAIM `stream` `group` `consumer` `minIdle` `start` COUNT `count` (Redis ≥ 6.2): takes over
     /// entries pending longer than `minIdle` with another consumer (one that died before XACK).
     public func autoClaim(on stream: String, group: String, for consumer: String, minIdle: Duration,

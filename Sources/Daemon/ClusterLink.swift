@@ -27,7 +27,9 @@ final class ClusterHealth: Sendable {
 /// its own): connects on first use, and after a failure reconnects no sooner than its back-off
 /// (100 ms, doubling to 5 s) so a Redis that is down costs one connect attempt per back-off, not
 /// one per command.
-final class ClusterLink {
+final class ClusterLink: @unchecked Sendable {
+    // @unchecked: one thread at a time uses a link — the thread it was made for, or whoever
+    // holds the Mutex it lives in (`ClusterNode.apiLink`, `ShardLease`).
     let endpoint: RedisEndpoint
     let health: ClusterHealth
     private var connection: RedisConnection?

@@ -130,16 +130,24 @@ package final class Router: @unchecked Sendable {
             writer.endObject()
             return .json(writer.bytes)
         case let .accepted(entry):
-            var writer = JSONWriter()
-            writer.beginObject()
-            writer.key("id"); writer.string(entry.id)
-            writer.key("url"); writer.string(Self.eventURL(entry.id))
-            writer.key("state"); writer.string(entry.state.rawValue)
-            writer.endObject()
-            var response = HTTPResponse.json(status: 202, writer.bytes)
-            response.headers.append(("Location", Self.eventURL(entry.id)))
-            return response
+            return Self.accepted(id: entry.id, state: entry.state.rawValue, cluster: false)
+        case let .acceptedByCluster(id):
+            return Self.accepted(id: id, state: "queued", cluster: true)
         }
+    }
+
+    /// 202 with the event's URL; `cluster`: its shards are queued for the cluster's nodes.
+    private static func accepted(id: String, state: String, cluster: Bool) -> HTTPResponse {
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("id"); writer.string(id)
+        writer.key("url"); writer.string(eventURL(id))
+        writer.key("state"); writer.string(state)
+        if cluster { writer.key("cluster"); writer.bool(true) }
+        writer.endObject()
+        var response = HTTPResponse.json(status: 202, writer.bytes)
+        response.headers.append(("Location", eventURL(id)))
+        return response
     }
 
     /// `/v1/events/{key}/{serial}` with the key percent-encoded: a key may hold any character but
@@ -176,6 +184,7 @@ package final class Router: @unchecked Sendable {
         }
         let key = String(id[..<slash])
         guard let record = try? service.store.eventRecords(eventKey: key).serials.first(where: { $0.serial == serial }) else {
+            if let status = service.clusterStatus(key: key, serial: serial) { return .json(status) }
             return .error(status: 404, code: "not_found", message: "no event '\(key)' serial \(serial)")
         }
         var writer = JSONWriter()
@@ -235,6 +244,16 @@ package final class Router: @unchecked Sendable {
         let standby = service.isStandby
         if standby { ready = false }
         writer.key("standby"); writer.bool(standby)
+        // Reported, not part of readiness: without Redis this node still sends what it is given
+        // (alone, from its own store); the operator sees `"degraded": true`.
+        if let cluster = service.cluster {
+            writer.key("cluster"); writer.beginObject()
+            writer.key("node"); writer.string(cluster.node)
+            writer.key("connected"); writer.bool(cluster.health.connected)
+            writer.key("degraded"); writer.bool(!cluster.health.connected)
+            writer.key("problem"); if let problem = cluster.health.problem { writer.string(problem) } else { writer.null() }
+            writer.endObject()
+        }
         writer.key("ready"); writer.bool(ready)
         writer.endObject()
         return .json(status: ready ? 200 : 503, writer.bytes)

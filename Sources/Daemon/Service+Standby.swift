@@ -106,6 +106,7 @@ extension Service {
         }
         let pending = (try? store.eventSerials(in: .sending)) ?? []
         resume(pending)
+        startShardWorkers()
         var message = "sokuho serve: promoted to primary: sending from now on"
         if let applied { message += "; " + applied.dropFirst("sokuho serve: standby: ".count) }
         message += "; \(pending.count) unfinished events resumed"

@@ -48,6 +48,8 @@ public final class Service: Sendable {
     public let ports: [Int]
     /// This node of a cluster, or nil without a `cluster` section (`ClusterNode`).
     let cluster: ClusterNode?
+    /// The threads sending this node's share of the cluster's events (not while a standby).
+    let shardWorkers = Mutex<ShardWorkers?>(nil)
 
     /// Opens the store, starts the warm pools, re-queues what a previous run accepted but did not
     /// finish, and binds the API (nothing is served until `start`).
@@ -115,6 +117,13 @@ public final class Service: Sendable {
         server.withLock { $0?.start() }
         startCredentialChecks(every: configuration.credentialCheckInterval)
         startFollowingBackup()
+        if !isStandby { startShardWorkers() }
+    }
+
+    /// Starts taking the cluster's shards (nothing without a `cluster` section).
+    func startShardWorkers() {
+        guard let cluster else { return }
+        shardWorkers.withLock { workers in if workers == nil { workers = ShardWorkers(service: self, cluster: cluster) } }
     }
 
     /// (Re)starts the credential checks: every app at once, then every `interval`.
@@ -131,6 +140,7 @@ public final class Service: Sendable {
         server?.stop()
         credentialChecker.stopThread()
         follower.stopThread()
+        shardWorkers.withLock { workers -> ShardWorkers? in defer { workers = nil }; return workers }?.stop()
         events.stop()
         for runtime in apps.withLock({ $0 }) + retired.withLock({ $0 }) { runtime.shutdown() }
         store.close()
@@ -156,15 +166,19 @@ public final class Service: Sendable {
         return Array(bytes[..<count].drop { $0 <= 0x20 }.reversed().drop { $0 <= 0x20 }.reversed())
     }
 
+    /// One line to the daemon's log (stderr under `sokuho serve`).
+    func logLine(_ text: String) { log.withLock { $0 }(text) }
+
     /// The runtime of an event's app, if this daemon serves it.
     func app(_ bundle: BundleID, _ environment: Environment) -> AppRuntime? {
         apps.withLock { $0.first { $0.app.bundleID == bundle && $0.app.environment == environment } }
     }
 
     /// Events accepted by an earlier run but not finished (a crash, a restart): queued again, so
-    /// a 202 is never lost. Their deadline still runs from when they were accepted.
+    /// a 202 is never lost. Their deadline still runs from when they were accepted. A cluster
+    /// shard's records are not: its shard is still pending in the cluster, and resumes from there.
     func resume(_ pending: [EventSerialRecord]) {
-        for record in pending {
+        for record in pending where EventShard.eventKey(ofRecordKey: record.eventKey) == nil {
             guard let event = try? FanoutEvent(json: record.body), let runtime = app(event.app, event.environment) else { continue }
             _ = events.submit(event, app: runtime)
         }
@@ -175,6 +189,8 @@ public final class Service: Sendable {
     /// What submitting an event came to.
     enum Submission {
         case accepted(EventQueue.Entry)
+        /// Queued as shards for the cluster's nodes (`ClusterEvents`).
+        case acceptedByCluster(id: String)
         case alreadySent(FanoutReport)
         case refused(status: Int, code: String, message: String)
     }
@@ -193,6 +209,12 @@ public final class Service: Sendable {
         let hash = SHA256.hash(event.canonicalJSON)
         do {
             let records = try store.eventRecords(eventKey: event.key)
+            // In a cluster an event is the cluster's, unless this node ran it alone (Redis was down).
+            if let cluster, records.serials.isEmpty {
+                if let answer = submitToCluster(event, bodyHash: hash, cluster: cluster) { return answer }
+                cluster.counters.ranAlone.add(1, ordering: .relaxed)
+                logLine("cluster: Redis unreachable (\(cluster.health.problem ?? "no answer")); event '\(event.key)' serial \(event.serial) runs on this node alone")
+            }
             if let newer = records.serials.last(where: { $0.serial > event.serial }) {
                 return .refused(status: 409, code: "serial_superseded",
                                 message: "serial: \(event.serial) is older than serial \(newer.serial) of '\(event.key)', already accepted; send a higher serial")

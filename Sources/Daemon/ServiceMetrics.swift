@@ -111,9 +111,27 @@ final class ServiceMetrics: Sendable {
             text.family("sokuho_standby_backup_applied_timestamp_seconds", .gauge, help: "When the standby last applied a shipped backup (seconds since 1970; 0: not yet).")
             text.sample("sokuho_standby_backup_applied_timestamp_seconds", [], service.backupAppliedAt.load(ordering: .acquiring))
         }
+        if let cluster = service.cluster { Self.render(cluster, into: &text) }
         text.family("sokuho_clock_synchronised", .gauge, help: "1 when the kernel says the system clock is synchronised (provider tokens depend on it).")
         text.sample("sokuho_clock_synchronised", [], ClockStatus.current().synchronised ? 1 : 0)
         return text.text
+    }
+
+    /// This node's part in the cluster (only with a `cluster` section).
+    static func render(_ cluster: ClusterNode, into text: inout PrometheusText) {
+        let node = [("node", cluster.node)]
+        text.family("sokuho_cluster_connected", .gauge, help: "1 when this node's last Redis command got an answer; 0: degraded (events run on this node alone).")
+        text.sample("sokuho_cluster_connected", node, cluster.health.connected ? 1 : 0)
+        text.family("sokuho_cluster_redis_commands_total", .counter, help: "Commands this node sent to the cluster's Redis.")
+        text.sample("sokuho_cluster_redis_commands_total", node, cluster.health.commands.load(ordering: .relaxed))
+        let counters = cluster.counters
+        text.family("sokuho_cluster_shards_total", .counter, help: "Event shards by what this node did with them: done, taken_over (from a node whose lease ran out), abandoned (this node's lease was gone).")
+        for (outcome, count) in [("done", counters.shardsDone.load(ordering: .relaxed)), ("taken_over", counters.takenOver.load(ordering: .relaxed)),
+                                 ("abandoned", counters.abandoned.load(ordering: .relaxed))] {
+            text.sample("sokuho_cluster_shards_total", node + [("outcome", outcome)], count)
+        }
+        text.family("sokuho_cluster_events_alone_total", .counter, help: "Events this node accepted while Redis was unreachable and ran alone.")
+        text.sample("sokuho_cluster_events_alone_total", node, counters.ranAlone.load(ordering: .relaxed))
     }
 
     /// Drops the cached statistics (the standby swapped its store).

@@ -31,6 +31,10 @@ public struct FanoutOptions: Sendable {
     public var urgent = false
     /// Called about every 200 ms with (answered, handed out) while the fan-out runs.
     public var progress: (@Sendable (Int, Int) -> Void)?
+    /// Asked before each batch of targets and while waiting for room: a reason ends the run at
+    /// once — nothing more is handed to the pool, the checkpoint is kept, the report says
+    /// `stopped`. A cluster node whose shard lease is gone (`ShardLease`) answers with it.
+    public var shouldStop: (@Sendable () -> String?)?
 
     public init(pool: PoolConfiguration, push: ClientConnectionOptions, manage: ClientConnectionOptions) {
         self.pool = pool
@@ -59,7 +63,7 @@ public enum Fanout {
     public static func run(_ event: FanoutEvent, store: TokenStore, options: FanoutOptions) throws(FanoutError) -> FanoutResult {
         let startedAt = Clock.milliseconds()
         let runStart = MonotonicInstant.now()
-        let records = try storeCall { () throws(StoreError) in try store.eventRecords(eventKey: event.key) }
+        let records = try storeCall { () throws(StoreError) in try store.eventRecords(eventKey: event.recordKey) }
         let bodyHash = SHA256.hash(event.canonicalJSON)
         var earlier: FanoutReport?
         var firstStartedAt = startedAt
@@ -83,7 +87,7 @@ public enum Fanout {
         // every killed run after the first would be forgotten (11 kills reported `runs` 2).
         var startedReport = earlier ?? FanoutReport()
         if earlier != nil { startedReport.runs += 1 }
-        let record = EventSerialRecord(eventKey: event.key, serial: event.serial, bodyHash: bodyHash, phase: .sending,
+        let record = EventSerialRecord(eventKey: event.recordKey, serial: event.serial, bodyHash: bodyHash, phase: .sending,
                                        startedAt: firstStartedAt, updatedAt: startedAt, report: startedReport.json, body: event.canonicalJSON)
         try storeCall { () throws(StoreError) in _ = try store.write([.putEventSerial(record)], durable: false) }
 
@@ -149,10 +153,10 @@ public enum Fanout {
             options.progress?(delivered, inFlight)
         }
 
-        // Updates and ends: one broadcast per distinct channel (iOS 18), then every activity
-        // update token of the event (iOS 17).
+        // Updates and ends: one broadcast per distinct channel (iOS 18; in a cluster by the
+        // event's first shard alone), then every activity update token of the event (iOS 17).
         if event.kind != .start {
-            try broadcast(event, pushes: pushes, channels: channelIDs, client: channels, sink: sink, store: store)
+            if (event.shard?.index ?? 0) == 0 { try broadcast(event, pushes: pushes, channels: channelIDs, client: channels, sink: sink, store: store) }
             try sendToActivities(event, pushes: pushes, slots: updateSlots, store: store, pool: pool, urgent: options.urgent, sink: sink)
         }
 
@@ -161,7 +165,7 @@ public enum Fanout {
         var lastCheckpoint = MonotonicInstant.now()
         let scanner = StartScanner(event: event, store: store, pool: pool, sink: sink, pushes: pushes, tally: tally,
                                    startLimit: options.startLimit, maximumInFlight: maximumInFlight, deadline: deadline,
-                                   urgent: options.urgent) {
+                                   urgent: options.urgent, shouldStop: options.shouldStop) {
             sample()
         }
         scanner.plans = numbered
@@ -190,7 +194,7 @@ public enum Fanout {
         sink.lock.withLock {
             for plan in numbered where scanner.startedWindows.contains(plan.window) {
                 if stopped == nil && sink.windows[plan.window].isSettled {
-                    writes.append(.putStartProgress(StartProgress(eventKey: event.key, topic: plan.group.topic, app: event.app.text,
+                    writes.append(.putStartProgress(StartProgress(eventKey: event.recordKey, topic: plan.group.topic, app: event.app.text,
                                                                   environment: event.environment, doneLevel: plan.level,
                                                                   updatedAt: Clock.milliseconds())))
                 } else if let progress = scanner.checkpoint(plan.window) {
@@ -203,7 +207,7 @@ public enum Fanout {
 
         var report = sink.lock.withLock { sink.report }
         report.tokensRemoved = try prune(sink.lock.withLock { sink.prunes }, event: event, store: store)
-        if event.kind == .end && !options.keepChannels && stopped == nil {
+        if event.kind == .end && !options.keepChannels && stopped == nil && (event.shard?.index ?? 0) == 0 {
             if let problem = try deleteAutoChannels(event, channels: channelIDs, client: channels, store: store) { stopped = problem }
         }
         report.eventKey = event.key
@@ -319,9 +323,10 @@ public enum Fanout {
         }
         guard let limit = options.startLimit else { return tally }
         let since = Clock.milliseconds() - UInt64(options.startWindow.milliseconds)
+        // A shard's records count as its event's: one event is one start, whichever shard sent it.
         let recent = try storeCall { () throws(StoreError) in try store.startProgress(updatedSince: since) }
-            .filter { $0.eventKey != event.key && $0.app == event.app.text && $0.environment == event.environment }
-        let byKey = Dictionary(grouping: recent, by: \.eventKey)
+            .filter { eventKey(of: $0) != event.key && $0.app == event.app.text && $0.environment == event.environment }
+        let byKey = Dictionary(grouping: recent, by: eventKey(of:))
         // Fewer recent events than the limit cannot put any phone over it: skip the scan.
         guard byKey.count >= limit else { return tally }
         for (_, progresses) in byKey {
@@ -334,6 +339,9 @@ public enum Fanout {
         }
         return tally
     }
+
+    /// The event a start-progress record belongs to (a shard's record names its shard too).
+    static func eventKey(of progress: StartProgress) -> String { EventShard.eventKey(ofRecordKey: progress.eventKey) ?? progress.eventKey }
 
     /// Calls `body` for every target a start-progress record counts as handled.
     static func forEachHandled(_ progress: StartProgress, store: TokenStore, _ body: (UInt64, TokenKind) -> Void) throws(FanoutError) {
@@ -405,6 +413,9 @@ public enum Fanout {
         for activity in activities {
             let group = activity.topic.flatMap { topic in event.groups.first { $0.topic == topic } } ?? first
             guard let token = DeviceTokenBytes(bytes: activity.updateToken), let push = pushes[group.index].activityUpdate else { continue }
+            if let shard = event.shard, !activity.updateToken.withUnsafeBytes({ shard.contains(TokenTally.hash(kind: 0, token: $0)) }) {
+                continue
+            }
             jobs.append(PushJob(token: token, group: push, id: PushSlot.jobID(slot: slots[group.index], sequence: 0)))
         }
         sink.willSend(jobs.count)

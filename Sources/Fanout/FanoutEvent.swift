@@ -55,6 +55,9 @@ public struct FanoutEvent: Sendable {
     /// SHA-256 input: the event's canonical JSON (members in document order, compact), so the
     /// same event reformatted is still the same event.
     public var canonicalJSON: [UInt8]
+    /// The part of the event this run sends, in a cluster (`EventShard`); nil: all of it. Not part
+    /// of the JSON: a backend submits whole events, the cluster splits them.
+    public var shard: EventShard?
 
     /// The groups in the order starts are handed out: highest level first, ties in list order. A
     /// phone qualifying in several groups gets the first of them here.

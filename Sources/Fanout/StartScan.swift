@@ -37,8 +37,11 @@ final class StartScanner {
     let deadline: MonotonicInstant
     /// Whether the pushes overtake other events' queued pushes on a shared pool.
     let urgent: Bool
-    /// Why sending stopped early (the breaker, a halted pool).
+    /// Why sending stopped early (the breaker, a halted pool, `shouldStop`).
     var stopped: String?
+    /// `FanoutOptions.shouldStop`, and whether it answered: then nothing more goes to the pool.
+    let shouldStop: (@Sendable () -> String?)?
+    private var cancelled = false
     private var lastCheckpoint = MonotonicInstant.now()
     /// Called at least every 200 ms while waiting (checkpoints, progress, samples).
     let tick: () -> Void
@@ -51,7 +54,9 @@ final class StartScanner {
     static let checkpointAnswers = 1000
 
     init(event: FanoutEvent, store: TokenStore, pool: ConnectionPool, sink: FanoutSink, pushes: [EventPushes], tally: TokenTally,
-         startLimit: Int?, maximumInFlight: Int, deadline: MonotonicInstant, urgent: Bool, tick: @escaping () -> Void) {
+         startLimit: Int?, maximumInFlight: Int, deadline: MonotonicInstant, urgent: Bool, shouldStop: (@Sendable () -> String?)? = nil,
+         tick: @escaping () -> Void) {
+        self.shouldStop = shouldStop
         self.event = event
         self.store = store
         self.pool = pool
@@ -91,6 +96,8 @@ final class StartScanner {
         var inOldWindow = !plan.oldSubmitted.isEmpty
         pending.reserveCapacity(Self.chunk)
         while true {
+            checkShouldStop()
+            if stopped != nil { return }
             let more: Bool
             do { more = try scan.next(into: &batch) } catch { throw FanoutError(.store, error.description) }
             guard more else { break }
@@ -104,6 +111,7 @@ final class StartScanner {
                 guard let (token, hash) = tokenSlice.withUnsafeBytes({ raw in
                     DeviceTokenBytes(raw).map { ($0, TokenTally.hash(kind: kind.rawValue, token: raw)) }
                 }) else { continue }
+                if let shard = event.shard, !shard.contains(hash) { continue }  // another shard's phone
                 var entry = ScanWindow.Entry(token: token, minLevel: minLevel, kindByte: kind.rawValue | (broadcast ? 0x80 : 0), hash: hash)
                 let group: PushGroup?
                 let slot: Int
@@ -192,12 +200,16 @@ final class StartScanner {
                     sink.wakeAt = maximumInFlight / 2
                     sink.lock.wait(until: MonotonicInstant.now() + .milliseconds(200))
                     if let reason = sink.tripped { stopped = reason }
+                    checkShouldStop()
                     if MonotonicInstant.now() - lastCheckpoint >= .seconds(1)
                         || sink.windows[window].answersSinceCheckpoint >= Self.checkpointAnswers {
                         interim = checkpoint(window)
                         return false
                     }
                 }
+                // Told to stop: this chunk is neither recorded nor sent — whoever resumes the
+                // event sends it (a cluster's next lease holder), so no phone is lost or doubled.
+                if cancelled { return true }
                 for target in pending {
                     let sequence = sink.windows[window].append(target.entry)
                     if let group = target.group {
@@ -226,6 +238,12 @@ final class StartScanner {
         if MonotonicInstant.now() - lastCheckpoint >= .seconds(1) { tick(); lastCheckpoint = MonotonicInstant.now() }
     }
 
+    private func checkShouldStop() {
+        guard !cancelled, let reason = shouldStop?() else { return }
+        cancelled = true
+        stopped = reason
+    }
+
     private func write(_ progress: StartProgress?) throws(FanoutError) {
         guard let progress else { return }
         do { try store.write([.putStartProgress(progress)], durable: false) } catch { throw FanoutError(.store, error.description) }
@@ -245,7 +263,7 @@ final class StartScanner {
             submitted = plan.oldSubmitted
             answered += plan.oldAnswered
         }
-        return StartProgress(eventKey: event.key, topic: plan.group.topic, app: event.app.text, environment: event.environment,
+        return StartProgress(eventKey: event.recordKey, topic: plan.group.topic, app: event.app.text, environment: event.environment,
                              doneLevel: plan.floor, scanLevel: plan.level, completed: state.completed, submitted: submitted,
                              answered: answered, updatedAt: Clock.milliseconds())
     }

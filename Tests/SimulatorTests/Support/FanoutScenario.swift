@@ -41,8 +41,9 @@ final class FanoutScenario {
         return prefix + String(repeating: "0", count: 62 - digits.count) + digits
     }
 
-    func register(_ phones: [Phone], environment: Environment = .production) throws {
-        let tokenStore = try TokenStore(directory: store)
+    /// Registers `phones` in the scenario's store, or in the store at `path` (another node's).
+    func register(_ phones: [Phone], environment: Environment = .production, into path: String? = nil) throws {
+        let tokenStore = try TokenStore(directory: path ?? store)
         defer { tokenStore.close() }
         try tokenStore.write(phones.map { phone in
             .register(TokenRegistration(installationID: phone.id, app: testBundle, environment: environment, kind: phone.kind,

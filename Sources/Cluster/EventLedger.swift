@@ -1,0 +1,140 @@
+/// What the cluster answered when an event was offered to it.
+public enum EventAcceptance: Sendable, Equatable {
+    /// Recorded, and its shards queued on `ClusterKeys.events`.
+    case new
+    /// This key and serial were accepted before with the same body: nothing new was queued.
+    case same
+    /// This key and serial were accepted before with another body.
+    case conflict
+    /// A higher serial of this key was accepted already.
+    case superseded(by: UInt32)
+}
+
+/// One event serial as the cluster keeps it: its shards and what became of each.
+public struct EventLedgerEntry: Sendable, Equatable {
+    public struct Shard: Sendable, Equatable {
+        /// The node sending it, or that sent it (nil: queued).
+        public var owner: String?
+        /// The fencing token of the shard's latest lease (0: never leased).
+        public var fence: Int64 = 0
+        /// The shard's report as its node wrote it when the shard ended (nil: not yet).
+        public var report: [UInt8]?
+    }
+
+    public var shards: [Shard]
+    /// The node that accepted the event.
+    public var acceptedBy: String
+    /// When it was accepted (ms since 1970).
+    public var acceptedAt: UInt64
+    public var isDone: Bool { shards.allSatisfy { $0.report != nil } }
+}
+
+/// The cluster's record of events, as atomic Lua scripts (EVAL) on plain hashes and one stream:
+/// accepting (dedup by key and serial across every node, then one stream entry per shard, in one
+/// step — an event is never recorded without its shards queued, nor queued twice), a shard's owner
+/// and its report, both fenced: a node whose lease was taken over cannot overwrite the new
+/// holder's record (its token is lower).
+extension RedisConnection {
+    /// How long the cluster remembers an event's serials and shard reports after its last change.
+    public static let eventRetention: Duration = .seconds(30 * 86_400)
+
+    /// Offers an event: key, serial, the SHA-256 of its canonical body, the body, the shard count.
+    public func acceptEvent(key: String, serial: UInt32, bodyHash: [UInt8], body: [UInt8], shards: Int, node: String,
+                            now: UInt64) throws(RedisError) -> EventAcceptance {
+        let script = """
+            local max = tonumber(redis.call('HGET', KEYS[1], 'max') or '-1')
+            local serial = tonumber(ARGV[1])
+            if serial < max then return {'superseded', tostring(max)} end
+            local known = redis.call('HGET', KEYS[1], 's' .. ARGV[1])
+            if known then
+              if known ~= ARGV[2] then return {'conflict', ''} end
+              return {'same', ''}
+            end
+            redis.call('HSET', KEYS[1], 's' .. ARGV[1], ARGV[2], 'max', ARGV[1])
+            redis.call('PEXPIRE', KEYS[1], ARGV[8])
+            redis.call('HSET', KEYS[2], 'n', ARGV[3], 'body', ARGV[4], 'node', ARGV[5], 'at', ARGV[7])
+            redis.call('PEXPIRE', KEYS[2], ARGV[8])
+            for i = 0, tonumber(ARGV[3]) - 1 do
+              redis.call('XADD', KEYS[3], '*', 'key', ARGV[6], 'serial', ARGV[1], 'shard', tostring(i), 'count', ARGV[3])
+            end
+            return {'new', ''}
+            """
+        let reply = try eval(script, keys: [ClusterKeys.eventSerials(key), ClusterKeys.eventShards(key, serial: serial), ClusterKeys.events],
+                             arguments: [.integer(serial), .data(bodyHash), .integer(shards), .data(body), .text(node), .text(key),
+                                         .integer(now), .milliseconds(Self.eventRetention)])
+        guard case let .array(parts) = reply, parts.count == 2, let verdict = parts[0].text else {
+            throw .unexpectedReply(command: "EVAL (accept event)", reply: reply.description)
+        }
+        switch verdict {
+        case "new": return .new
+        case "same": return .same
+        case "conflict": return .conflict
+        case "superseded":
+            guard let higher = parts[1].text.flatMap(UInt32.init) else { throw .unexpectedReply(command: "EVAL (accept event)", reply: reply.description) }
+            return .superseded(by: higher)
+        default: throw .unexpectedReply(command: "EVAL (accept event)", reply: reply.description)
+        }
+    }
+
+    /// The event's body as accepted; nil when the cluster no longer (or never) knew it.
+    public func eventBody(key: String, serial: UInt32) throws(RedisError) -> [UInt8]? {
+        let reply = try command(["HGET", .text(ClusterKeys.eventShards(key, serial: serial)), "body"])
+        if case let .bytes(body) = reply { return body }
+        return nil
+    }
+
+    /// The event's shards and their state; nil when the cluster does not know it.
+    public func eventLedger(key: String, serial: UInt32) throws(RedisError) -> EventLedgerEntry? {
+        let reply = try command(["HGETALL", .text(ClusterKeys.eventShards(key, serial: serial))])
+        guard case let .array(items) = reply else { throw .unexpectedReply(command: "HGETALL", reply: reply.description) }
+        var fields: [String: [UInt8]] = [:]
+        var index = 0
+        while index + 1 < items.count {
+            if let name = items[index].text, case let .bytes(value) = items[index + 1] { fields[name] = value }
+            index += 2
+        }
+        func text(_ name: String) -> String? { fields[name].map { String(decoding: $0, as: UTF8.self) } }
+        guard let count = text("n").flatMap(Int.init), count > 0 else { return nil }
+        var entry = EventLedgerEntry(shards: Array(repeating: EventLedgerEntry.Shard(), count: count), acceptedBy: text("node") ?? "",
+                                     acceptedAt: text("at").flatMap(UInt64.init) ?? 0)
+        for shard in 0..<count {
+            entry.shards[shard].owner = text("o\(shard)")
+            entry.shards[shard].fence = text("f\(shard)").flatMap(Int64.init) ?? 0
+            entry.shards[shard].report = fields["r\(shard)"]
+        }
+        return entry
+    }
+
+    /// Records `node` as the shard's owner under fencing token `fence`; false when a higher token
+    /// was recorded already (someone took the shard over since) or the shard is done.
+    public func claimShard(key: String, serial: UInt32, shard: Int, node: String, fence: Int64) throws(RedisError) -> Bool {
+        let script = """
+            if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+            if redis.call('HEXISTS', KEYS[1], 'r' .. ARGV[1]) == 1 then return 0 end
+            local seen = tonumber(redis.call('HGET', KEYS[1], 'f' .. ARGV[1]) or '0')
+            if tonumber(ARGV[3]) < seen then return 0 end
+            redis.call('HSET', KEYS[1], 'o' .. ARGV[1], ARGV[2], 'f' .. ARGV[1], ARGV[3])
+            return 1
+            """
+        return try fencedScript(script, key: key, serial: serial, arguments: [.integer(shard), .text(node), .integer(fence)], what: "claim shard")
+    }
+
+    /// Records the shard's report (its owner stays recorded: who sent it) — only under the highest
+    /// fencing token recorded for it. False: a later holder's token is there; this report is stale.
+    public func finishShard(key: String, serial: UInt32, shard: Int, fence: Int64, report: [UInt8]) throws(RedisError) -> Bool {
+        let script = """
+            if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+            local seen = tonumber(redis.call('HGET', KEYS[1], 'f' .. ARGV[1]) or '0')
+            if tonumber(ARGV[2]) < seen then return 0 end
+            redis.call('HSET', KEYS[1], 'r' .. ARGV[1], ARGV[3], 'f' .. ARGV[1], ARGV[2])
+            return 1
+            """
+        return try fencedScript(script, key: key, serial: serial, arguments: [.integer(shard), .integer(fence), .data(report)], what: "finish shard")
+    }
+
+    private func fencedScript(_ script: String, key: String, serial: UInt32, arguments: [RedisArgument], what: String) throws(RedisError) -> Bool {
+        let reply = try eval(script, keys: [ClusterKeys.eventShards(key, serial: serial)], arguments: arguments)
+        guard case let .integer(changed) = reply else { throw .unexpectedReply(command: "EVAL (\(what))", reply: reply.description) }
+        return changed == 1
+    }
+}

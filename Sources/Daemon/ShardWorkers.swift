@@ -1,0 +1,154 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Cluster
+import Crypto
+import Fanout
+import IO
+import JSONCore
+import Synchronization
+import TokenStore
+
+/// The threads that send this node's share of the cluster's events. Each takes one shard at a
+/// time from the stream `sokuho:events` through the consumer group, in this order:
+/// 1. its own pending shards (a restarted node resumes its shards at once, under its same name);
+/// 2. shards another node left pending longer than `claimAfter` (XAUTOCLAIM: that node died, or
+///    lost Redis — its lease ran out, so it stopped sending);
+/// 3. new shards (XREADGROUP `>`, blocking half a second).
+/// A shard is sent only under its lease (`ShardLease`); its report goes to the event's ledger
+/// under the lease's fencing token, then its entry is acknowledged and deleted. A shard whose lease
+/// was lost is left pending: the next holder resumes it from its checkpoint (the store's start
+/// progress, shared through the registration stream), so duplicates stay within one node's
+/// in-flight window.
+final class ShardWorkers: @unchecked Sendable {
+    // @unchecked: `threads` is written in `init` and read in `stop` only; the rest is Sendable.
+    private let cluster: ClusterNode
+    private weak var service: Service?
+    private let stopping = Atomic<Bool>(false)
+    /// Entries a thread of this node is sending now (the node's own pending list shows them too).
+    private let running = Mutex<Set<StreamID>>([])
+    private var threads: [OSThread] = []
+
+    init(service: Service, cluster: ClusterNode, count: Int = 2) {
+        self.cluster = cluster
+        self.service = service
+        threads = (0..<count).map { _ in OSThread.start(name: "sokuho-shards") { [unowned self] in self.work() } }
+    }
+
+    /// Lets the shards under way finish (each is bounded by its event's deadline) and ends the threads.
+    func stop() {
+        stopping.store(true, ordering: .relaxed)
+        for thread in threads { thread.join() }
+        threads = []
+    }
+
+    private func work() {
+        let link = cluster.link()
+        var groupReady = false
+        var skipUntil: [StreamID: MonotonicInstant] = [:]
+        var nextTakeover = MonotonicInstant.now()
+        while !stopping.load(ordering: .relaxed) {
+            do throws(RedisError) {
+                if !groupReady {
+                    // "0": a group made after events were queued still delivers them.
+                    _ = try link.run { connection throws(RedisError) in try connection.createGroup(ClusterKeys.eventGroup, on: ClusterKeys.events, startingAt: "0") }
+                    groupReady = true
+                }
+                let now = MonotonicInstant.now()
+                skipUntil = skipUntil.filter { $0.value > now }
+                let busy = running.withLock { $0 }
+                var next = try link.run { connection throws(RedisError) in try connection.readGroup(ClusterKeys.eventGroup, as: cluster.node, from: ClusterKeys.events, after: "0", count: 32) }
+                    .first { !busy.contains($0.id) && skipUntil[$0.id] == nil }
+                var takenOver = false
+                if next == nil, now >= nextTakeover {
+                    nextTakeover = now + cluster.settings.claimAfter / 4
+                    let claimed = try link.run { connection throws(RedisError) in
+                        try connection.autoClaim(on: ClusterKeys.events, group: ClusterKeys.eventGroup, for: cluster.node, minIdle: cluster.settings.claimAfter, count: 1)
+                    }
+                    next = claimed.entries.first
+                    takenOver = next != nil
+                }
+                if next == nil {
+                    next = try link.run { connection throws(RedisError) in
+                        try connection.readGroup(ClusterKeys.eventGroup, as: cluster.node, from: ClusterKeys.events, count: 1, block: .milliseconds(500))
+                    }.first
+                }
+                guard let entry = next else { continue }
+                if let retry = try send(entry, link: link, takenOver: takenOver) { skipUntil[entry.id] = MonotonicInstant.now() + retry }
+            } catch {
+                if error.serverCode == "NOGROUP" { groupReady = false }  // the stream was deleted (a Redis flushed or replaced)
+                usleep(200_000)
+            }
+        }
+    }
+
+    /// Sends one shard. Returns when to look at the entry again if another node holds its lease.
+    private func send(_ entry: StreamEntry, link: ClusterLink, takenOver: Bool) throws(RedisError) -> Duration? {
+        let done = { () throws(RedisError) in
+            try link.run { connection throws(RedisError) in
+                _ = try connection.acknowledge([entry.id], on: ClusterKeys.events, group: ClusterKeys.eventGroup)
+                _ = try connection.delete([entry.id], from: ClusterKeys.events)
+            }
+        }
+        guard let key = entry.text("key"), let serial = entry.text("serial").flatMap(UInt32.init),
+              let index = entry.text("shard").flatMap(Int.init), let count = entry.text("count").flatMap(Int.init),
+              let shard = EventShard(index: index, count: count) else {
+            cluster.counters.badEntries.add(1, ordering: .relaxed)
+            try done()
+            return nil
+        }
+        let name = ClusterKeys.shardLease(key, serial: serial, shard: index)
+        guard let lease = try link.run({ connection throws(RedisError) in try connection.acquireLease(name, holder: cluster.node, for: cluster.settings.claimAfter) }) else {
+            return cluster.settings.claimAfter / 3  // its holder is alive and extends it
+        }
+        running.withLock { _ = $0.insert(entry.id) }
+        defer { running.withLock { _ = $0.remove(entry.id) } }
+        let release = { _ = try? link.run { connection throws(RedisError) in try connection.releaseLease(lease) } }
+        guard let body = try link.run({ connection throws(RedisError) in try connection.eventBody(key: key, serial: serial) }),
+              try link.run({ connection throws(RedisError) in try connection.claimShard(key: key, serial: serial, shard: index, node: cluster.node, fence: lease.token) }) else {
+            // Done already (its node died between the report and the acknowledgement) or forgotten.
+            try done()
+            release()
+            return nil
+        }
+        if takenOver { cluster.counters.takenOver.add(1, ordering: .relaxed) }
+        let keeper = ShardLease(lease, entry: entry.id, duration: cluster.settings.claimAfter, cluster: cluster)
+        let report = run(body: body, shard: shard, keeper: keeper)
+        keeper.stop()
+        if let lost = keeper.lostReason {
+            // Not acknowledged: whoever holds the lease next resumes it from its checkpoint.
+            cluster.counters.abandoned.add(1, ordering: .relaxed)
+            service?.logLine("cluster: stopped sending shard \(shard) of '\(key)' serial \(serial): \(lost)")
+            return nil
+        }
+        if try link.run({ connection throws(RedisError) in try connection.finishShard(key: key, serial: serial, shard: index, fence: lease.token, report: report) }) {
+            cluster.counters.shardsDone.add(1, ordering: .relaxed)
+            try done()
+        }
+        release()
+        return nil
+    }
+
+    /// Runs the shard through this node's pool for its app; its report (or an error report).
+    private func run(body: [UInt8], shard: EventShard, keeper: ShardLease) -> [UInt8] {
+        guard let service else { return ClusterEvents.errorReport("the node was stopping") }
+        var event: FanoutEvent
+        do { event = try FanoutEvent(json: body) } catch { return ClusterEvents.errorReport("the event no longer parses: \(error.description)") }
+        event.shard = shard
+        guard let runtime = service.app(event.app, event.environment) else {
+            return ClusterEvents.errorReport("app \(event.app.text) in \(event.environment.rawValue) is not configured on node \(cluster.node)")
+        }
+        var options = runtime.fanout
+        options.urgent = event.kind == .start
+        options.shouldStop = { keeper.lostReason }
+        do {
+            let result = try Fanout.run(event, store: service.store, options: options)
+            let entry = EventQueue.Entry(id: EventQueue.id(key: event.recordKey, serial: event.serial), event: event, app: runtime,
+                                         urgent: options.urgent, state: result.report.stopped == nil ? .done : .stopped, report: result.report)
+            service.metrics.eventFinished(entry, result)
+            return result.report.json
+        } catch {
+            return ClusterEvents.errorReport(error.message)
+        }
+    }
+}

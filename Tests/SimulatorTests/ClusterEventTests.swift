@@ -1,0 +1,124 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import JSONCore
+import RedisTestSupport
+import Simulator
+import Testing
+
+/// Several `sokuho serve` nodes as one, through a real redis-server the test starts on loopback:
+/// an event submitted to any node is split into shards the nodes share, every phone gets exactly
+/// one start, and a node that dies or loses Redis leaves its shards to the others.
+///
+/// Until the registration stream (issue 15's other half) is in every test, each node's store is
+/// given the same phones directly.
+@Suite(.serialized) struct ClusterEventTests {
+    typealias Daemon = ServeTests.Daemon
+
+    /// `count` phones following topic "region:0" at level 1.
+    static func phones(_ count: Int) -> [FanoutScenario.Phone] {
+        (0..<count).map { FanoutScenario.Phone(id: "phone-\($0)", token: FanoutScenario.token($0), topics: [("region:0", 1)]) }
+    }
+
+    static func cluster(_ redis: Int, node: String, shards: Int = 8, claimSeconds: Int = 3) -> String {
+        #","cluster":{"redis":"127.0.0.1:\#(redis)","node":"\#(node)","shards":\#(shards),"claimSeconds":\#(claimSeconds)}"#
+    }
+
+    /// A start without channels (auto channels make an event a single shard).
+    static func start(key: String, serial: Int = 1) -> String {
+        startEvent(key: key, serial: serial, groups: [("region:0", 1, "Shaking")], channel: "null")
+    }
+
+    /// A metric's value from `/metrics` (the first sample whose name and labels start so).
+    static func metric(_ daemon: Daemon, _ prefix: String) -> Int? {
+        let text = daemon.curl("GET", "/metrics").body
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) else { return nil }
+        return line.split(separator: " ").last.flatMap { Int($0) }
+    }
+
+    /// Polls a cluster event on `daemon` until every shard has reported (or 60 s passed).
+    static func waitForClusterEvent(_ daemon: Daemon, _ path: String, seconds: Double = 60) throws -> JSONValue {
+        let deadline = now() + seconds
+        var last = ""
+        while now() < deadline {
+            let answer = daemon.curl("GET", path)
+            last = answer.body
+            if answer.status == 200, let json = try? JSONParser.parse(answer.body), let state = json["state"]?.stringValue,
+               state == "done" || state == "stopped" {
+                return json
+            }
+            usleep(100_000)
+        }
+        throw ServeTests.TestFailure("the cluster event did not finish in \(seconds) s: \(last)")
+    }
+
+    /// How many pushes each phone's token got.
+    static func pushesPerPhone(_ scenario: FanoutScenario) -> [String: Int] {
+        scenario.devicePushes().mapValues(\.count)
+    }
+
+    @Test func anEventSubmittedToOneNodeReachesEveryPhoneOnceWithTheShardsSharedBetweenTheNodes() throws {
+        let redis = try RedisServerFixture()
+        let scenario = try FanoutScenario()
+        let phones = Self.phones(2_000)
+        let storeB = scenario.directory + "/store-b"
+        try scenario.register(phones)
+        try scenario.register(phones, into: storeB)
+        let a = try Daemon(scenario, extra: Self.cluster(redis.port, node: "a"), name: "a")
+        let b = try Daemon(scenario, extra: Self.cluster(redis.port, node: "b"), store: storeB, name: "b")
+        defer { _ = a.stop(); _ = b.stop() }
+
+        let submitted = b.curl("POST", "/v1/events", body: Self.start(key: "eew-cluster"))
+        #expect(submitted.status == 202, "\(submitted.body)")
+        #expect(submitted.body.contains(#""cluster":true"#))
+        // Asked on the other node: the ledger is the cluster's.
+        let status = try Self.waitForClusterEvent(a, "/v1/events/eew-cluster/1")
+        #expect(status["state"]?.stringValue == "done")
+        #expect(status["report"]?["delivered"]?.int64Value == 2_000, "\(status)")
+
+        let pushes = Self.pushesPerPhone(scenario)
+        #expect(pushes.count == 2_000, "every phone got a start")
+        #expect(pushes.values.allSatisfy { $0 == 1 }, "no phone got two: \(pushes.values.filter { $0 > 1 }.count) did")
+
+        // Shared: both nodes sent shards, and together exactly the event's eight.
+        let shards = status["shards"]?.arrayValue ?? []
+        #expect(shards.count == 8)
+        let byNode = Dictionary(grouping: shards.compactMap { $0["node"]?.stringValue }, by: { $0 }).mapValues(\.count)
+        #expect(byNode.values.reduce(0, +) == 8, "\(byNode)")
+        #expect((byNode["a"] ?? 0) >= 1 && (byNode["b"] ?? 0) >= 1, "both nodes took shards: \(byNode)")
+        let doneA = Self.metric(a, #"sokuho_cluster_shards_total{node="a",outcome="done"}"#) ?? -1
+        let doneB = Self.metric(b, #"sokuho_cluster_shards_total{node="b",outcome="done"}"#) ?? -1
+        #expect(doneA + doneB == 8 && doneA == byNode["a"] && doneB == byNode["b"], "metrics \(doneA) + \(doneB), ledger \(byNode)")
+
+        // Dedup by key and serial holds across the nodes: the same event on the other node is
+        // already sent; another body under the same serial is a conflict; an older serial is refused.
+        let again = a.curl("POST", "/v1/events", body: Self.start(key: "eew-cluster"))
+        #expect(again.status == 200 && again.body.contains(#""alreadySent":true"#), "\(again.body)")
+        let changed = a.curl("POST", "/v1/events", body: Self.start(key: "eew-cluster").replacing("Shaking", with: "Tsunami"))
+        #expect(changed.status == 409 && changed.body.contains("serial_conflict"), "\(changed.body)")
+        #expect(b.curl("POST", "/v1/events", body: Self.start(key: "eew-cluster", serial: 2)).status == 202)
+        let older = a.curl("POST", "/v1/events", body: Self.start(key: "eew-cluster", serial: 1).replacing("Shaking", with: "Old"))
+        #expect(older.status == 409 && older.body.contains("serial_superseded"), "\(older.body)")
+    }
+
+    @Test func withRedisDownAtStartANodeStillSendsWhatItIsGivenAndSaysItIsDegraded() throws {
+        let scenario = try FanoutScenario()
+        try scenario.register(Self.phones(300))
+        let nobody = try freePort()
+        let daemon = try Daemon(scenario, extra: Self.cluster(nobody, node: "alone"))
+        defer { _ = daemon.stop() }
+
+        let submitted = daemon.curl("POST", "/v1/events", body: Self.start(key: "eew-alone"))
+        #expect(submitted.status == 202, "\(submitted.body)")
+        #expect(!submitted.body.contains(#""cluster":true"#), "run here, not queued for a cluster it cannot reach")
+        let status = try daemon.waitForEvent("/v1/events/eew-alone/1")
+        #expect(status["report"]?["delivered"]?.int64Value == 300, "\(status)")
+        #expect(Self.pushesPerPhone(scenario).count == 300)
+
+        let ready = try JSONParser.parse(daemon.curl("GET", "/readyz").body)
+        #expect(ready["cluster"]?["degraded"]?.boolValue == true, "\(ready)")
+        #expect(ready["cluster"]?["problem"]?.stringValue?.contains("127.0.0.1:\(nobody)") == true, "\(ready)")
+        #expect(Self.metric(daemon, #"sokuho_cluster_connected{node="alone"}"#) == 0)
+        #expect(Self.metric(daemon, #"sokuho_cluster_events_alone_total{node="alone"}"#) == 1)
+    }
+}
