@@ -138,3 +138,42 @@ extension RedisConnection {
         return changed == 1
     }
 }
+
+/// Each shard's start checkpoints, kept in Redis so the node that takes a shard over resumes where
+/// its last holder recorded it was — not from the beginning (every phone of the shard twice), and
+/// not from a peer's copy that a partition kept from arriving. Kept per event key and shard, not
+/// per serial: a later serial's widening starts continue from the shard's earlier passes.
+extension RedisConnection {
+    /// `sokuho:progress:<key>/<shard>/<count>`: topic → the store's start-progress record.
+    public static func shardProgressKey(_ eventKey: String, shard: Int, count: Int) -> String { "sokuho:progress:\(eventKey)/\(shard)/\(count)" }
+
+    /// Records a checkpoint of shard `shard` under fencing token `fence` — refused (false) when a
+    /// later holder's token is recorded for the serial: this node is no longer the shard's holder.
+    public func saveShardProgress(key: String, serial: UInt32, shard: Int, count: Int, fence: Int64, topic: String,
+                                  record: [UInt8]) throws(RedisError) -> Bool {
+        let script = """
+            local seen = tonumber(redis.call('HGET', KEYS[1], 'f' .. ARGV[1]) or '0')
+            if tonumber(ARGV[2]) < seen then return 0 end
+            redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
+            redis.call('PEXPIRE', KEYS[2], ARGV[5])
+            return 1
+            """
+        let reply = try eval(script, keys: [ClusterKeys.eventShards(key, serial: serial), Self.shardProgressKey(key, shard: shard, count: count)],
+                             arguments: [.integer(shard), .integer(fence), .text(topic), .data(record), .milliseconds(Self.eventRetention)])
+        guard case let .integer(saved) = reply else { throw .unexpectedReply(command: "EVAL (save shard progress)", reply: reply.description) }
+        return saved == 1
+    }
+
+    /// The shard's recorded checkpoints, by topic.
+    public func shardProgress(key: String, shard: Int, count: Int) throws(RedisError) -> [(topic: String, record: [UInt8])] {
+        let reply = try command(["HGETALL", .text(Self.shardProgressKey(key, shard: shard, count: count))])
+        guard case let .array(items) = reply else { throw .unexpectedReply(command: "HGETALL", reply: reply.description) }
+        var result: [(topic: String, record: [UInt8])] = []
+        var index = 0
+        while index + 1 < items.count {
+            if let topic = items[index].text, case let .bytes(record) = items[index + 1] { result.append((topic, record)) }
+            index += 2
+        }
+        return result
+    }
+}

@@ -113,13 +113,23 @@ final class ShardWorkers: @unchecked Sendable {
         }
         if takenOver { cluster.counters.takenOver.add(1, ordering: .relaxed) }
         let keeper = ShardLease(lease, entry: entry.id, duration: cluster.settings.claimAfter, cluster: cluster)
-        let report = run(body: body, shard: shard, keeper: keeper)
+        let unrecorded = FirstProblem()
+        let report = run(body: body, key: key, serial: serial, shard: shard, keeper: keeper, unrecorded: unrecorded, link: link)
         keeper.stop()
         if let lost = keeper.lostReason {
             // Not acknowledged: whoever holds the lease next resumes it from its checkpoint.
             cluster.counters.abandoned.add(1, ordering: .relaxed)
             service?.logLine("cluster: stopped sending shard \(shard) of '\(key)' serial \(serial): \(lost)")
             return nil
+        }
+        if let problem = unrecorded.value {
+            // Redis missed a checkpoint (a restart, a short outage): the shard stopped before
+            // sending past it. Still this node's: it is resumed here as soon as Redis answers (the
+            // lease released, or run out), from the newer of this store's and Redis's checkpoints.
+            cluster.counters.abandoned.add(1, ordering: .relaxed)
+            service?.logLine("cluster: paused shard \(shard) of '\(key)' serial \(serial): \(problem)")
+            release()
+            return .milliseconds(500)
         }
         if try link.run({ connection throws(RedisError) in try connection.finishShard(key: key, serial: serial, shard: index, fence: lease.token, report: report) }) {
             cluster.counters.shardsDone.add(1, ordering: .relaxed)
@@ -130,7 +140,9 @@ final class ShardWorkers: @unchecked Sendable {
     }
 
     /// Runs the shard through this node's pool for its app; its report (or an error report).
-    private func run(body: [UInt8], shard: EventShard, keeper: ShardLease) -> [UInt8] {
+    /// `unrecorded` receives the reason a checkpoint could not be recorded in Redis (the run stops then).
+    private func run(body: [UInt8], key: String, serial: UInt32, shard: EventShard, keeper: ShardLease, unrecorded: FirstProblem,
+                     link: ClusterLink) -> [UInt8] {
         guard let service else { return ClusterEvents.errorReport("the node was stopping") }
         var event: FanoutEvent
         do { event = try FanoutEvent(json: body) } catch { return ClusterEvents.errorReport("the event no longer parses: \(error.description)") }
@@ -138,9 +150,40 @@ final class ShardWorkers: @unchecked Sendable {
         guard let runtime = service.app(event.app, event.environment) else {
             return ClusterEvents.errorReport("app \(event.app.text) in \(event.environment.rawValue) is not configured on node \(cluster.node)")
         }
+        // Resume where the shard's last holder recorded it was (nothing recorded: from the start) —
+        // or from this store's own checkpoint if it is newer (this node held the shard last, and
+        // Redis missed its final checkpoint).
+        let recordKey = event.recordKey
+        do {
+            let saved = try link.run { connection throws(RedisError) in try connection.shardProgress(key: key, shard: shard.index, count: shard.count) }
+            let local = try service.store.eventRecords(eventKey: recordKey).starts
+            var writes: [WriteOperation] = []
+            for (topic, record) in saved {
+                guard let progress = try? StartProgress(eventKey: recordKey, topic: topic, recordBytes: record) else { continue }
+                if let own = local.first(where: { $0.topic == topic }), own.updatedAt >= progress.updatedAt { continue }
+                writes.append(.putStartProgress(progress))
+            }
+            try service.store.write(writes)
+        } catch {
+            return ClusterEvents.errorReport("the shard's checkpoints could not be read: \(error)")
+        }
         var options = runtime.fanout
         options.urgent = event.kind == .start
         options.shouldStop = { keeper.lostReason }
+        let fence = keeper.lease.token
+        options.checkpoint = { progress in
+            do {
+                let saved = try link.run { connection throws(RedisError) in
+                    try connection.saveShardProgress(key: key, serial: serial, shard: shard.index, count: shard.count, fence: fence,
+                                                     topic: progress.topic, record: progress.recordBytes)
+                }
+                return saved ? nil : "the shard was taken over by another node (a later fencing token)"
+            } catch {
+                let problem = "the shard's checkpoint could not be recorded in Redis (\(error))"
+                unrecorded.note(problem)
+                return problem
+            }
+        }
         do {
             let result = try Fanout.run(event, store: service.store, options: options)
             let entry = EventQueue.Entry(id: EventQueue.id(key: event.recordKey, serial: event.serial), event: event, app: runtime,
@@ -151,4 +194,11 @@ final class ShardWorkers: @unchecked Sendable {
             return ClusterEvents.errorReport(error.message)
         }
     }
+}
+
+/// The first problem noted from any thread (the checkpoint hook runs on the fan-out's threads).
+private final class FirstProblem: Sendable {
+    private let problem = Mutex<String?>(nil)
+    var value: String? { problem.withLock { $0 } }
+    func note(_ text: String) { problem.withLock { if $0 == nil { $0 = text } } }
 }

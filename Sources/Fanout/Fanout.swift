@@ -35,6 +35,11 @@ public struct FanoutOptions: Sendable {
     /// once — nothing more is handed to the pool, the checkpoint is kept, the report says
     /// `stopped`. A cluster node whose shard lease is gone (`ShardLease`) answers with it.
     public var shouldStop: (@Sendable () -> String?)?
+    /// Called with every start checkpoint after the store has it, before the pushes it covers go
+    /// out; a reason stops the run after the chunk under way. A cluster node copies a shard's
+    /// checkpoints to Redis this way (`ShardCheckpoints`): the node that takes the shard over
+    /// resumes from there, and a node that cannot record them stops sending.
+    public var checkpoint: (@Sendable (StartProgress) -> String?)?
 
     public init(pool: PoolConfiguration, push: ClientConnectionOptions, manage: ClientConnectionOptions) {
         self.pool = pool
@@ -165,7 +170,7 @@ public enum Fanout {
         var lastCheckpoint = MonotonicInstant.now()
         let scanner = StartScanner(event: event, store: store, pool: pool, sink: sink, pushes: pushes, tally: tally,
                                    startLimit: options.startLimit, maximumInFlight: maximumInFlight, deadline: deadline,
-                                   urgent: options.urgent, shouldStop: options.shouldStop) {
+                                   urgent: options.urgent, shouldStop: options.shouldStop, checkpoint: options.checkpoint) {
             sample()
         }
         scanner.plans = numbered
@@ -182,6 +187,7 @@ public enum Fanout {
                 lastCheckpoint = MonotonicInstant.now()
                 let progress = sink.lock.withLock { numbered.compactMap { scanner.checkpoint($0.window) } }
                 try? store.submit(progress.map { .putStartProgress($0) }, durable: false) { _ in }
+                for checkpoint in progress { _ = options.checkpoint?(checkpoint) }
             }
         }
         sample()
@@ -204,6 +210,9 @@ public enum Fanout {
         }
         // Later passes of one topic (resume, then new levels) overwrite earlier ones: keep the last.
         try storeCall { () throws(StoreError) in _ = try store.write(writes) }
+        for case let .putStartProgress(progress) in writes {
+            if let problem = options.checkpoint?(progress) { stopped = stopped ?? problem }
+        }
 
         var report = sink.lock.withLock { sink.report }
         report.tokensRemoved = try prune(sink.lock.withLock { sink.prunes }, event: event, store: store)

@@ -41,6 +41,8 @@ final class StartScanner {
     var stopped: String?
     /// `FanoutOptions.shouldStop`, and whether it answered: then nothing more goes to the pool.
     let shouldStop: (@Sendable () -> String?)?
+    /// `FanoutOptions.checkpoint`: a reason from it stops the run like `shouldStop`.
+    let checkpointed: (@Sendable (StartProgress) -> String?)?
     private var cancelled = false
     private var lastCheckpoint = MonotonicInstant.now()
     /// Called at least every 200 ms while waiting (checkpoints, progress, samples).
@@ -55,8 +57,9 @@ final class StartScanner {
 
     init(event: FanoutEvent, store: TokenStore, pool: ConnectionPool, sink: FanoutSink, pushes: [EventPushes], tally: TokenTally,
          startLimit: Int?, maximumInFlight: Int, deadline: MonotonicInstant, urgent: Bool, shouldStop: (@Sendable () -> String?)? = nil,
-         tick: @escaping () -> Void) {
+         checkpoint: (@Sendable (StartProgress) -> String?)? = nil, tick: @escaping () -> Void) {
         self.shouldStop = shouldStop
+        checkpointed = checkpoint
         self.event = event
         self.store = store
         self.pool = pool
@@ -247,6 +250,12 @@ final class StartScanner {
     private func write(_ progress: StartProgress?) throws(FanoutError) {
         guard let progress else { return }
         do { try store.write([.putStartProgress(progress)], durable: false) } catch { throw FanoutError(.store, error.description) }
+        // Not recorded where it must be (a cluster's Redis): the chunk this covers still goes out
+        // (its pushes are counted in flight already), nothing after it does.
+        if !cancelled, let reason = checkpointed?(progress) {
+            cancelled = true
+            stopped = reason
+        }
     }
 
     /// The window's progress as the store keeps it (call under the sink's lock).

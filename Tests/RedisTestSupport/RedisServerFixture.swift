@@ -28,8 +28,8 @@ public final class RedisServerFixture {
 
     deinit {
         stop()
-        unlink(directory + "/redis.log")
-        rmdir(directory)
+        // The log, and with persistence on its dump and append-only directory.
+        _ = system("rm -rf '\(directory)'")
     }
 
     public func endpoint(connectTimeout: Duration = .seconds(2), commandTimeout: Duration = .seconds(2), password: String? = nil) -> RedisEndpoint {
