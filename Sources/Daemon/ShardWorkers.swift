@@ -14,7 +14,7 @@ import TokenStore
 /// 1. its own pending shards (a restarted node resumes its shards at once, under its same name);
 /// 2. shards another node left pending longer than `claimAfter` (XAUTOCLAIM: that node died, or
 ///    lost Redis — its lease ran out, so it stopped sending);
-/// 3. new shards (XREADGROUP `>`, blocking half a second).
+/// 3. new shards (XREADGROUP `>`, blocking up to a second).
 /// A shard is sent only under its lease (`ShardLease`); its report goes to the event's ledger
 /// under the lease's fencing token, then its entry is acknowledged and deleted. A shard whose lease
 /// was lost is left pending: the next holder resumes it from its checkpoint (the store's start
@@ -47,6 +47,7 @@ final class ShardWorkers: @unchecked Sendable {
         var groupReady = false
         var skipUntil: [StreamID: MonotonicInstant] = [:]
         var nextTakeover = MonotonicInstant.now()
+        var nextOwnCheck = MonotonicInstant.now()
         while !stopping.load(ordering: .relaxed) {
             do throws(RedisError) {
                 if !groupReady {
@@ -57,8 +58,17 @@ final class ShardWorkers: @unchecked Sendable {
                 let now = MonotonicInstant.now()
                 skipUntil = skipUntil.filter { $0.value > now }
                 let busy = running.withLock { $0 }
-                var next = try link.run { connection throws(RedisError) in try connection.readGroup(ClusterKeys.eventGroup, as: cluster.node, from: ClusterKeys.events, after: "0", count: 32) }
-                    .first { !busy.contains($0.id) && skipUntil[$0.id] == nil }
+                var next: StreamEntry?
+                // Own pending shards appear at a start and after a pause; idle, a worker costs Redis
+                // one blocking read a second and a takeover scan every quarter of `claimAfter`.
+                if now >= nextOwnCheck {
+                    let own = try link.run { connection throws(RedisError) in
+                        try connection.readGroup(ClusterKeys.eventGroup, as: cluster.node, from: ClusterKeys.events, after: "0", count: 32)
+                    }
+                    next = own.first { !busy.contains($0.id) && skipUntil[$0.id] == nil }
+                    let waiting = own.contains { !busy.contains($0.id) }
+                    nextOwnCheck = waiting ? now + .milliseconds(250) : now + cluster.settings.claimAfter / 4
+                }
                 var takenOver = false
                 if next == nil, now >= nextTakeover {
                     nextTakeover = now + cluster.settings.claimAfter / 4
@@ -70,7 +80,7 @@ final class ShardWorkers: @unchecked Sendable {
                 }
                 if next == nil {
                     next = try link.run { connection throws(RedisError) in
-                        try connection.readGroup(ClusterKeys.eventGroup, as: cluster.node, from: ClusterKeys.events, count: 1, block: .milliseconds(500))
+                        try connection.readGroup(ClusterKeys.eventGroup, as: cluster.node, from: ClusterKeys.events, count: 1, block: .seconds(1))
                     }.first
                 }
                 guard let entry = next else { continue }
