@@ -19,6 +19,12 @@ public struct EventLedgerEntry: Sendable, Equatable {
         public var fence: Int64 = 0
         /// The shard's report as its node wrote it when the shard ended (nil: not yet).
         public var report: [UInt8]?
+
+        public init(owner: String? = nil, fence: Int64 = 0, report: [UInt8]? = nil) {
+            self.owner = owner
+            self.fence = fence
+            self.report = report
+        }
     }
 
     public var shards: [Shard]

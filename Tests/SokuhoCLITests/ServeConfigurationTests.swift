@@ -69,6 +69,12 @@ import Testing
         ("missing admin token file", #"{"apps": [@APP], "adminTokenFile": "/nonexistent/admin.token"}"#, "adminTokenFile", "does not exist"),
         ("start limit 200", #"{"apps": [@APP], "adminTokenFile": "@TOKEN", "startLimit": 200}"#, "startLimit", "null (none, 0 as text) for no limit"),
         ("rate limit without rate", #"{"apps": [@APP], "adminTokenFile": "@TOKEN", "rateLimit": {"burst": 5}}"#, "rateLimit.perSecond", "is required"),
+        ("cluster without redis", #"{"apps": [@APP], "adminTokenFile": "@TOKEN", "cluster": {"node": "a"}}"#, "cluster.redis", "is required"),
+        ("cluster node with a space", #"{"apps": [@APP], "adminTokenFile": "@TOKEN", "cluster": {"redis": "10.0.0.5:6379", "node": "pi 1"}}"#, "cluster.node", "letters, digits"),
+        ("cluster shards 0", #"{"apps": [@APP], "adminTokenFile": "@TOKEN", "cluster": {"redis": "10.0.0.5:6379", "node": "a", "shards": 0}}"#, "cluster.shards", "from 1 to 256"),
+        ("cluster claim 1 s", #"{"apps": [@APP], "adminTokenFile": "@TOKEN", "cluster": {"redis": "10.0.0.5:6379", "node": "a", "claimSeconds": 1}}"#, "cluster.claimSeconds", "from 2 to 600"),
+        ("cluster typo", #"{"apps": [@APP], "adminTokenFile": "@TOKEN", "cluster": {"redis": "10.0.0.5:6379", "shard": 4}}"#, "cluster.shard", "check its spelling"),
+        ("cluster password file missing", #"{"apps": [@APP], "adminTokenFile": "@TOKEN", "cluster": {"redis": "10.0.0.5:6379", "node": "a", "passwordFile": "/nonexistent/redis.pass"}}"#, "cluster.passwordFile", "does not exist"),
     ]
 
     @Test(arguments: invalidFiles)
@@ -162,6 +168,20 @@ import Testing
         let again = try fixture.load(config.json)
         #expect(again.json == config.json)
         #expect(again.apps == config.apps && again.startLimit == nil && again.rateLimit == nil)
+    }
+
+    @Test func aClusterSectionIsReadWithItsDefaultsAndLoadsBackFromTheSummary() throws {
+        let fixture = try ServeConfigFixture()
+        #expect(try fixture.load(fixture.json()).cluster == nil, "no section: this node alone")
+        let config = try fixture.load(fixture.json(extra: #", "cluster": {"redis": "10.0.0.5:6379", "node": "pi-tokyo-1"}"#))
+        let cluster = try #require(config.cluster)
+        #expect(cluster.redis.description == "10.0.0.5:6379" && cluster.node == "pi-tokyo-1")
+        #expect(cluster.shards == 8 && cluster.claimAfter == .seconds(15) && cluster.registrationStreamLength == 1_000_000 && cluster.passwordFile == nil)
+        #expect(try fixture.load(config.json).cluster == cluster)
+        // From the variable, as a container would set it; the node name defaults to the host name.
+        let fromVariable = try fixture.load(fixture.json(), environment: ["SOKUHO_CLUSTER": #"{"redis": "[::1]:6380", "shards": 16}"#])
+        #expect(fromVariable.cluster?.shards == 16 && fromVariable.cluster?.node.isEmpty == false)
+        #expect(try fixture.load(fixture.json(extra: #", "cluster": null"#)).cluster == nil)
     }
 
     @Test func everySettingHasItsOwnKeyFlagAndVariable() {
