@@ -52,6 +52,14 @@ import Testing
         throw ServeTests.TestFailure("the cluster event did not finish in \(seconds) s: \(last)")
     }
 
+    /// The answer's problems against the OpenAPI spec (empty: as documented).
+    static func specProblems(_ daemon: Daemon, _ method: String, _ path: String, body: String? = nil) throws -> [String] {
+        let spec = try OpenAPISpec()
+        let answer = daemon.exchange(method, path, body: body)
+        let operation = try #require(spec.operation(method, path))
+        return spec.problems(operation, status: answer.status, headers: answer.headers, body: answer.body)
+    }
+
     /// How many pushes each phone's token got.
     static func pushesPerPhone(_ scenario: FanoutScenario) -> [String: Int] {
         scenario.devicePushes().mapValues(\.count)
@@ -89,6 +97,10 @@ import Testing
         let doneA = Self.metric(a, #"sokuho_cluster_shards_total{node="a",outcome="done"}"#) ?? -1
         let doneB = Self.metric(b, #"sokuho_cluster_shards_total{node="b",outcome="done"}"#) ?? -1
         #expect(doneA + doneB == 8 && doneA == byNode["a"] && doneB == byNode["b"], "metrics \(doneA) + \(doneB), ledger \(byNode)")
+        // The cluster's answers are the documented ones.
+        #expect(try Self.specProblems(a, "GET", "/v1/events/eew-cluster/1").isEmpty)
+        #expect(try Self.specProblems(b, "GET", "/readyz").isEmpty)
+        #expect(try Self.specProblems(b, "POST", "/v1/events", body: Self.start(key: "eew-spec")).isEmpty)
 
         // Dedup by key and serial holds across the nodes: the same event on the other node is
         // already sent; another body under the same serial is a conflict; an older serial is refused.
@@ -120,6 +132,7 @@ import Testing
         #expect(ready["cluster"]?["problem"]?.stringValue?.contains("127.0.0.1:\(nobody)") == true, "\(ready)")
         #expect(Self.metric(daemon, #"sokuho_cluster_connected{node="alone"}"#) == 0)
         #expect(Self.metric(daemon, #"sokuho_cluster_events_alone_total{node="alone"}"#) == 1)
+        #expect(try Self.specProblems(daemon, "GET", "/readyz").isEmpty)
     }
 }
 
