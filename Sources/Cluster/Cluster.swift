@@ -1,34 +1,22 @@
 // Cluster — several `sokuho serve` nodes sharing registrations and events through Valkey/Redis
-// Streams (issue 15). This part is the foundation only: a small typed client on hiredis
-// (RedisConnection: streams, consumer groups, leases); nothing in the daemon uses it yet.
+// Streams (issue 15; the README's "Cluster" says what a user gets). This module is the Redis side:
+// a small typed client on hiredis and the atomic scripts the nodes agree through. The daemon's side
+// (threads, links, what runs when) is in Sources/Daemon/Cluster*.swift and Shard*.swift.
 //
-// THE PLAN for the later parts (not built yet; names are the ones they will use):
-//
-// - Optional. With no `cluster` section in the configuration nothing changes and nothing connects.
-//   Each node has its own connection(s), one per thread that talks to Redis (blocking hiredis).
-// - Registrations: every node appends each registration change it accepts to the stream
-//   `sokuho:registrations` (XADD, MAXLEN ~ trimming) and applies the others' entries to its own
-//   LMDB store by reading the stream with XRANGE from the last id it applied. That id is kept in the
-//   LMDB store, written in the same transaction as the changes it applied, so a restarted node
-//   resumes exactly there; a node whose id was trimmed away takes a full copy first (backup/restore).
-//   Entries carry the registration as JSON and the origin node, so a node skips its own.
-// - Events: an accepted event goes to one of N shard streams (`sokuho:events:<shard>`), read through
-//   the consumer group `sokuho` with XREADGROUP (COUNT, BLOCK); a node XACKs an event once its
-//   fan-out is done. A node that dies leaves its events pending: the others XAUTOCLAIM entries idle
-//   longer than the claim time and finish them (fan-out checkpoints make a second run resume, not
-//   repeat). XPENDING's summary feeds /status.
-// - Leases: `sokuho:lease:<name>` (SET NX PX through an atomic script) for work one node at a time
-//   must do (pruning, a shard's ownership). Each acquisition gets a fencing token from INCR on
-//   `sokuho:lease:<name>:fence`; writes done under a lease carry the token and are refused when a
-//   higher one has been seen, so a paused old holder cannot overwrite the new one's work. Holders
-//   extend well before expiry and stop at the first failed extend.
-// - Failures: every error is a RedisError; `isRetryable` ones (a lost connection, a restarting
-//   server) mean reconnect with backoff and retry — the writes above are idempotent for that.
-//   Requires Redis ≥ 6.2 or Valkey (XAUTOCLAIM); tests use Debian's redis-server 7.0.
+// - Events: `acceptEvent` checks key and serial against every serial the cluster accepted and queues
+//   one entry per shard on `ClusterKeys.events`, in one script. Nodes read the stream through the
+//   consumer group `ClusterKeys.eventGroup`; a shard is sent under a lease (`Lease.swift`) whose
+//   fencing token guards the shard's owner, report and checkpoints (`EventLedger.swift`); a node
+//   that died leaves its entries pending, and XAUTOCLAIM hands them to another after `claimAfter`.
+// - Leases: `sokuho:lease:<name>` (SET NX PX through an atomic script), each acquisition with a
+//   fencing token from INCR on `sokuho:lease:<name>:fence`, which only grows.
+// - Failures: every error is a RedisError; `needsReconnect` ones mean the connection must be made
+//   again (a write sent just before may or may not have been applied: the writes are idempotent or
+//   fenced for that). Requires Redis ≥ 6.2 or Valkey (XAUTOCLAIM); tests use Debian's redis-server 7.0.
 //
 // Files: RedisConnection (connect, AUTH, timeouts, send/command, reconnect), RedisReply (replies
-// and RedisError), Streams (XADD, XGROUP CREATE, XREADGROUP, XACK, XAUTOCLAIM, XRANGE, XLEN,
-// XPENDING), Lease (leases, SET/GET/INCR/DEL/EVAL), Hiredis (the checked wrappers: every hiredis
+// and RedisError), Streams (stream and consumer-group commands), Lease (leases; SET/GET/INCR/DEL/
+// EVAL), EventLedger (events, shards, checkpoints), Hiredis (the checked wrappers: every hiredis
 // pointer stays in this module and every reply is freed there).
 
 /// The key names the cluster shares, in one place (see the plan above).
