@@ -7,14 +7,7 @@ import JSONCore
 /// `--apps[1].keyFile` when the list came from the flag.
 enum AppReading {
     static func apps(_ input: SettingInput, field: String) throws(ConfigurationError) -> [ServeConfiguration.App] {
-        let value: JSONValue
-        switch input {
-        case let .json(json): value = json
-        case let .text(values):
-            do { value = try JSONParser.parse(values.last ?? "") } catch {
-                throw ConfigurationError(field: field, "must be a JSON array of apps (as in the configuration file): \(error)")
-            }
-        }
+        let value = try SettingValue.json(input, field: field, expected: "a JSON array of apps")
         guard let items = value.arrayValue, !items.isEmpty else {
             throw ConfigurationError(field: field, "must be a non-empty array of apps, each {\"bundleID\", \"teamID\", \"keyID\", \"keyFile\", \"environment\"}")
         }

@@ -39,14 +39,7 @@ extension ServeConfiguration {
 /// Reads the `cluster` section: from the file, or as JSON text from `--cluster` / `SOKUHO_CLUSTER`.
 enum ClusterReading {
     static func cluster(_ input: SettingInput, field: String) throws(ConfigurationError) -> ServeConfiguration.Cluster? {
-        let value: JSONValue
-        switch input {
-        case let .json(json): value = json
-        case let .text(values):
-            do { value = try JSONParser.parse(values.last ?? "") } catch {
-                throw ConfigurationError(field: field, "must be a JSON object (as in the configuration file): \(error)")
-            }
-        }
+        let value = try SettingValue.json(input, field: field, expected: "a JSON object")
         if case .null = value { return nil }
         var draft = Draft()
         try JSONObjectReading.read(value, path: field, what: "the cluster section", members: members, into: &draft)

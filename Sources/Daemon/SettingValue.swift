@@ -13,6 +13,18 @@ enum SettingValue {
         }
     }
 
+    /// A JSON value: the file's, or the (last) text given parsed as JSON — a list or object from a
+    /// flag or variable (`--apps`, `SOKUHO_CLUSTER`), so a container can be configured by variables alone.
+    static func json(_ input: SettingInput, field: String, expected: String) throws(ConfigurationError) -> JSONValue {
+        switch input {
+        case let .json(json): return json
+        case let .text(values):
+            do { return try JSONParser.parse(values.last ?? "") } catch {
+                throw ConfigurationError(field: field, "must be \(expected) (as in the configuration file): \(error)")
+            }
+        }
+    }
+
     /// A file or directory path: not empty, no NUL byte (the kernel would cut it there).
     static func path(_ input: SettingInput, field: String) throws(ConfigurationError) -> String {
         let text = try string(input, field: field, expected: "a path")
