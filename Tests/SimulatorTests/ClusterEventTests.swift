@@ -100,7 +100,6 @@ import Testing
         // The cluster's answers are the documented ones.
         #expect(try Self.specProblems(a, "GET", "/v1/events/eew-cluster/1").isEmpty)
         #expect(try Self.specProblems(b, "GET", "/readyz").isEmpty)
-        #expect(try Self.specProblems(b, "POST", "/v1/events", body: Self.start(key: "eew-spec")).isEmpty)
 
         // Dedup by key and serial holds across the nodes: the same event on the other node is
         // already sent; another body under the same serial is a conflict; an older serial is refused.
@@ -109,8 +108,37 @@ import Testing
         let changed = a.curl("POST", "/v1/events", body: Self.start(key: "eew-cluster").replacing("Shaking", with: "Tsunami"))
         #expect(changed.status == 409 && changed.body.contains("serial_conflict"), "\(changed.body)")
         #expect(b.curl("POST", "/v1/events", body: Self.start(key: "eew-cluster", serial: 2)).status == 202)
+        // Serial 2's shards continue from serial 1's checkpoints, whichever node takes each: no
+        // phone gets a second start.
+        _ = try Self.waitForClusterEvent(a, "/v1/events/eew-cluster/2")
+        #expect(Self.pushesPerPhone(scenario).values.allSatisfy { $0 == 1 }, "a second serial started a phone again")
         let older = a.curl("POST", "/v1/events", body: Self.start(key: "eew-cluster", serial: 1).replacing("Shaking", with: "Old"))
         #expect(older.status == 409 && older.body.contains("serial_superseded"), "\(older.body)")
+        // Last: it starts every phone once more.
+        #expect(try Self.specProblems(b, "POST", "/v1/events", body: Self.start(key: "eew-spec")).isEmpty)
+    }
+
+    @Test func aStandbyInAClusterTakesNoShardUntilPromotedThenSharesThem() throws {
+        let redis = try RedisServerFixture()
+        let scenario = try FanoutScenario()
+        let phones = Self.phones(1_000)
+        let storeS = scenario.directory + "/store-s"
+        try scenario.register(phones)
+        try scenario.register(phones, into: storeS)
+        let a = try Daemon(scenario, extra: Self.cluster(redis.port, node: "a"), name: "a")
+        let s = try Daemon(scenario, extra: Self.cluster(redis.port, node: "s") + #","standby":true"#, store: storeS, name: "s")
+        defer { _ = a.stop(); _ = s.stop() }
+
+        #expect(a.curl("POST", "/v1/events", body: Self.start(key: "eew-standby")).status == 202)
+        let before = try Self.waitForClusterEvent(a, "/v1/events/eew-standby/1")
+        #expect((before["shards"]?.arrayValue ?? []).allSatisfy { $0["node"]?.stringValue == "a" }, "the standby took a shard: \(before)")
+
+        #expect(s.curl("POST", "/v1/promote").status == 200)
+        #expect(s.curl("POST", "/v1/events", body: Self.start(key: "eew-standby-2")).status == 202)
+        let after = try Self.waitForClusterEvent(a, "/v1/events/eew-standby-2/1")
+        let nodes = Set((after["shards"]?.arrayValue ?? []).compactMap { $0["node"]?.stringValue })
+        #expect(nodes.contains("s"), "the promoted node takes shards: \(after)")
+        #expect(Self.pushesPerPhone(scenario).values.allSatisfy { $0 == 2 }, "each phone one start per event")
     }
 
     @Test func withRedisDownAtStartANodeStillSendsWhatItIsGivenAndSaysItIsDegraded() throws {
