@@ -173,6 +173,8 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
 
     /// Streams in flight.
     public var activeStreams: Int { streams.active }
+    /// The server's GOAWAY on this connection since the last `connect()`, if one came.
+    public var receivedGoAway: GoAwayInfo? { goAway }
     /// Whether a liveness PING is waiting for its ACK.
     public var isPingOutstanding: Bool { pingSentAt != nil }
 
@@ -185,6 +187,15 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
     public var capacity: Int {
         guard case let .open(link) = stage else { return 0 }
         return max(0, min(link.session.remoteMaximumConcurrentStreams, streams.capacity) - streams.active)
+    }
+
+    /// Closes at once without waiting for the streams in flight: each fails first (unknown, unless
+    /// provably unprocessed), then the delegate hears of the close, all before this returns. Not
+    /// from inside this connection's own callbacks (nghttp2 may be running): from another source's
+    /// `prepare`, for example.
+    public func abort() {
+        loop.assertInLoop("ClientConnection.abort")
+        finishClose(nil)
     }
 
     /// Stops taking requests, lets open streams finish, then sends GOAWAY and closes. Safe to call

@@ -133,7 +133,9 @@ public final class ConnectionPool: Sendable {
     public func shutdown() {
         for sender in senders { sender.loop.execute { sender.closeAll() } }
         _ = state.wait(until: MonotonicInstant.now() + .seconds(1)) {
-            self.senders.allSatisfy { $0.liveConnections.load(ordering: .sequentiallyConsistent) == 0 }
+            self.senders.allSatisfy {
+                $0.liveConnections.load(ordering: .sequentiallyConsistent) == 0 && $0.drainingConnections.load(ordering: .sequentiallyConsistent) == 0
+            }
         }
         for loop in loops { loop.stop() }
         for thread in threads.withLock({ $0 }) { thread.join() }

@@ -40,12 +40,26 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
     var recordedAcceptedToken = false
     /// Final outcomes recorded by this loop (read by producers to know when all is done).
     let finished = Atomic<Int>(0)
-    /// Connections connecting or open (the pool's shutdown waits until none is).
+    /// Connections connecting or open in a slot (the pool's `connectionsUp`; its shutdown waits until none is).
     let liveConnections = Atomic<Int>(0)
+    /// Connections draining beside their replacement (see `replaceDrainingConnections`): not in a
+    /// slot any more, still open until their last stream ends (a shutdown waits for them too).
+    let drainingConnections = Atomic<Int>(0)
+    /// Set by `closeAll`: nothing reconnects or is replaced any more.
+    var closing = false
+    /// How every connection of this loop is made (a replacement is made the same way).
+    private let connectionOptions: ClientConnectionOptions
+    /// The loop's share of the pool's connections: `slots` beyond it hold drains and spares.
+    let slotCount: Int
+    /// Connections draining beside their replacement at most, per slot (see `replaceDrainingConnections`).
+    static let drainsPerSlot = 8
     private let snapshot = Mutex<(SenderCounters, LatencyHistogram?)>((SenderCounters(), nil))
 
     /// One connection and what the sender keeps about it: its pushes in flight, by stream handle
     /// (the connection's stream table is the one index), its token lease and its reconnect state.
+    /// `slots` holds the loop's share of the pool's connections (`replaced` false) and, after them,
+    /// connections draining beside their replacement or closed and kept for the next replacement
+    /// (`replaced` true); `ownerIndex` of each connection is its index here.
     final class PooledConnection {
         let connection: ClientConnection
         var jobs: [PushJob?]
@@ -60,6 +74,12 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         /// connection has told the pool it cannot reach the server.
         var failuresInARow = 0
         var gaveUp = false
+        /// Out of the slot: draining beside its replacement (no new pushes; its streams end by an
+        /// answer or their deadline, then it closes), or closed and spare. Its reconnect state
+        /// moved to the replacement.
+        var replaced = false
+        /// When it left its slot to drain (the oldest drain ends first when there are too many).
+        var drainingSince = MonotonicInstant(nanoseconds: 0)
         init(_ connection: ClientConnection, streams: Int) {
             self.connection = connection
             jobs = Array(repeating: nil, count: max(1, streams))
@@ -82,21 +102,29 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         delayed = DelayedJobs(capacity: max(1, connections) * max(1, configuration.streamsPerConnection))
         pathBuffer = .allocate(capacity: pathCapacity)
         requestTimeout = configuration.requestTimeout.nanoseconds
-        for index in 0..<connections {
-            var options = ClientConnectionOptions(host: configuration.host, port: configuration.port, tls: configuration.tls)
-            options.maximumStreams = configuration.streamsPerConnection
-            options.serverName = configuration.serverName
-            options.pingAfterSilence = configuration.pingAfterSilence
-            options.pingTimeout = configuration.pingTimeout
-            options.connectTimeout = configuration.connectTimeout
-            if configuration.keepWarm { options.pingAfterIdle = configuration.keepalive }
-            options.keptResponseHeaders = Self.keptResponseHeaders
-            if let resolver = configuration.resolver { options.resolver = resolver }
-            let connection = ClientConnection(loop: loop, options: options)
-            connection.ownerIndex = index
-            slots.append(PooledConnection(connection, streams: configuration.streamsPerConnection))
-        }
-        for slot in slots { slot.connection.delegate = self }
+        var options = ClientConnectionOptions(host: configuration.host, port: configuration.port, tls: configuration.tls)
+        options.maximumStreams = configuration.streamsPerConnection
+        options.serverName = configuration.serverName
+        options.pingAfterSilence = configuration.pingAfterSilence
+        options.pingTimeout = configuration.pingTimeout
+        options.connectTimeout = configuration.connectTimeout
+        if configuration.keepWarm { options.pingAfterIdle = configuration.keepalive }
+        options.keptResponseHeaders = Self.keptResponseHeaders
+        if let resolver = configuration.resolver { options.resolver = resolver }
+        connectionOptions = options
+        slotCount = connections
+        for _ in 0..<connections { addConnection() }
+    }
+
+    /// A new connection at the end of `slots` (idle: `openConnectionsIfNeeded` connects it).
+    @discardableResult
+    func addConnection() -> PooledConnection {
+        let connection = ClientConnection(loop: loop, options: connectionOptions)
+        connection.ownerIndex = slots.count
+        connection.delegate = self
+        let slot = PooledConnection(connection, streams: configuration.streamsPerConnection)
+        slots.append(slot)
+        return slot
     }
 
     deinit { pathBuffer.deallocate() }
@@ -159,8 +187,8 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         // expiring makes room first, and both wake the loop): no spinning on a full ring.
         var next = ready.free > 0 ? delayed.nextDue.map { MonotonicInstant(nanoseconds: $0) } ?? .distantFuture : .distantFuture
         if let earliest = ready.earliestDeadline { next = min(next, MonotonicInstant(nanoseconds: earliest)) }
-        if (!idle || configuration.keepWarm) && !pool.halted.load(ordering: .relaxed) {
-            for slot in slots where slot.connection.state == .idle || slot.connection.state == .closed {
+        if (!idle || configuration.keepWarm) && !pool.halted.load(ordering: .relaxed) && !closing {
+            for slot in slots where !slot.replaced && (slot.connection.state == .idle || slot.connection.state == .closed) {
                 next = min(next, slot.reconnectAt)
             }
         }
