@@ -48,6 +48,8 @@ public final class Service: Sendable {
     public let ports: [Int]
     /// This node of a cluster, or nil without a `cluster` section (`ClusterNode`).
     let cluster: ClusterNode?
+    /// Registration replication between the cluster's nodes (`ClusterReplication.swift`), nil without a cluster.
+    let replication: RegistrationReplication?
 
     /// Opens the store, starts the warm pools, re-queues what a previous run accepted but did not
     /// finish, and binds the API (nothing is served until `start`).
@@ -61,6 +63,11 @@ public final class Service: Sendable {
         standby = Atomic(configuration.standby)
         adminToken = Mutex(try Self.readAdminToken(configuration.adminTokenFile))
         cluster = try configuration.cluster.map { (settings) throws(ServiceError) in try ClusterNode(settings) }
+        let stores = self.stores
+        do { replication = try cluster.map { (node) throws(StoreError) in try RegistrationReplication(node: node, stores: stores) } } catch {
+            store.close()
+            throw ServiceError("storePath \(configuration.storePath): \(error.description)")
+        }
         limiter = Mutex(configuration.rateLimit.map { RateLimiter(perSecond: Double($0.perSecond), burst: $0.burst) })
         let router = Router()
         var limits = HTTPLimits()
@@ -115,6 +122,7 @@ public final class Service: Sendable {
         server.withLock { $0?.start() }
         startCredentialChecks(every: configuration.credentialCheckInterval)
         startFollowingBackup()
+        replication?.start { [weak self] line in self?.log.withLock { $0 }(line) }
     }
 
     /// (Re)starts the credential checks: every app at once, then every `interval`.
@@ -132,6 +140,7 @@ public final class Service: Sendable {
         credentialChecker.stopThread()
         follower.stopThread()
         events.stop()
+        replication?.stop() // after the events: what they wrote last stays in the outbox for the next start
         for runtime in apps.withLock({ $0 }) + retired.withLock({ $0 }) { runtime.shutdown() }
         store.close()
     }
