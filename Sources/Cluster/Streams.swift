@@ -79,6 +79,13 @@ public struct StreamHead: Sendable, Equatable {
     /// The oldest entry still in the stream (nil: empty).
     public let firstEntry: StreamID?
     public let lastGenerated: StreamID
+
+    public init(length: Int64, entriesAdded: Int64?, firstEntry: StreamID?, lastGenerated: StreamID) {
+        self.length = length
+        self.entriesAdded = entriesAdded
+        self.firstEntry = firstEntry
+        self.lastGenerated = lastGenerated
+    }
 }
 
 /// The stream commands the cluster uses, as typed calls. Stream and group names are plain keys.
