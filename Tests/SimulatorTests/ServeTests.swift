@@ -19,17 +19,18 @@ import Testing
         /// `extra`: more members of the configuration object, each with a leading comma.
         /// `keyID`: another than the simulator's makes every request's provider token invalid.
         /// `connections`, `streams`: the app's pool (its in-flight window is 2 × connections × streams, at least 64).
+        /// `store`: another store than the scenario's (a second node of a cluster), with its own config file.
         init(_ scenario: FanoutScenario, statusPage: Bool = true, keyID: String = SimulatorCertificates.keyID, extra: String = "",
-             connections: Int = 2, streams: Int = 100) throws {
+             connections: Int = 2, streams: Int = 100, store: String? = nil) throws {
             let tokenFile = writeFile(scenario.directory, "admin.token", "test-admin-token-0123456789abcdef\n")
             chmod(tokenFile, 0o600)
             chmod(scenario.running.certificates.providerKey, 0o600)
-            let config = writeFile(scenario.directory, "sokuho.json", """
+            let config = writeFile(scenario.directory, store == nil ? "sokuho.json" : "sokuho-\(store!.split(separator: "/").last!).json", """
                 {"apps":[{"bundleID":"\(testBundle)","teamID":"\(SimulatorCertificates.teamID)","keyID":"\(keyID)",
                   "keyFile":"\(scenario.running.certificates.providerKey)","environment":"production",
                   "host":"127.0.0.1:\(scenario.running.port)","manageHost":"127.0.0.1:\(scenario.running.managePort)",
                   "caFile":"\(scenario.running.certificates.ca)","connections":\(connections),"streams":\(streams)}],
-                 "listen":["127.0.0.1:0"],"storePath":"\(scenario.store)","adminTokenFile":"\(tokenFile)","keepaliveSeconds":10,"statusPage":\(statusPage)\(extra)}
+                 "listen":["127.0.0.1:0"],"storePath":"\(store ?? scenario.store)","adminTokenFile":"\(tokenFile)","keepaliveSeconds":10,"statusPage":\(statusPage)\(extra)}
                 """)
             child = ChildProcess(SimulatorProcessTests.binary, ["serve", "--config", config])
             let line = try #require(child.readLine(timeout: 20), "the daemon printed nothing: \(child.stderr)")

@@ -1,0 +1,169 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Cluster
+import Crypto
+import JSONCore
+import RedisTestSupport
+import Testing
+import TokenStore
+
+/// Registration replication end to end: real `sokuho serve` processes, each with its own store,
+/// sharing one redis-server of the test's own. Serialized: each test runs two or three daemons.
+@Suite(.serialized) struct ClusterServeTests {
+    typealias Daemon = ServeTests.Daemon
+
+    static let unlimited = #","rateLimit":{"perSecond":100000,"burst":100000}"#
+
+    static func cluster(_ redis: RedisServerFixture, node: String) -> String {
+        #","cluster":{"redis":"127.0.0.1:\#(redis.port)","node":"\#(node)"}"# + unlimited
+    }
+
+    /// The installations a daemon's store holds, from its token statistics route.
+    static func installations(_ daemon: Daemon) -> Int64? {
+        let answer = daemon.curl("GET", "/v1/tokens/stats")
+        guard answer.status == 200 else { return nil }
+        return (try? JSONParser.parse(answer.body))?["installations"]?.int64Value
+    }
+
+    /// Waits up to `seconds` for `condition`.
+    static func eventually(_ seconds: Double = 20, _ condition: () -> Bool) -> Bool {
+        let deadline = now() + seconds
+        while now() < deadline {
+            if condition() { return true }
+            sleep(milliseconds: 50)
+        }
+        return condition()
+    }
+
+    /// One sample of `/metrics` (a family without labels).
+    static func metric(_ daemon: Daemon, _ name: String) -> Int? {
+        let text = daemon.curl("GET", "/metrics", admin: false).body
+        for line in text.split(separator: "\n") where line.hasPrefix(name + " ") {
+            return Int(line.split(separator: " ").last ?? "")
+        }
+        return nil
+    }
+
+    static func register(_ daemon: Daemon, _ range: Range<Int>, in directory: String) -> [Substring] {
+        daemon.postMany("/v1/installations", range.map { ServeTests.registration("phone-\($0)", pushToStart: FanoutScenario.token($0)) },
+                        in: directory)
+    }
+
+    @Test func registrationsOnOneNodeReachTheOtherWithTheirSecretsAndARemovalComesBack() throws {
+        let redis = try RedisServerFixture()
+        defer { redis.stop() }
+        let scenario = try FanoutScenario()
+        let a = try Daemon(scenario, extra: Self.cluster(redis, node: "a"))
+        defer { _ = a.stop() }
+        let b = try Daemon(scenario, extra: Self.cluster(redis, node: "b"), store: scenario.directory + "/store-b")
+        defer { _ = b.stop() }
+
+        #expect(Self.register(a, 0..<200, in: scenario.directory).allSatisfy { $0 == "201" })
+        let created = a.curl("POST", "/v1/installations", body: ServeTests.registration(nil, pushToStart: FanoutScenario.token(500)), admin: false)
+        #expect(created.status == 201, "\(created.body)")
+        let json = try JSONParser.parse(created.body)
+        let id = try #require(json["installationId"]?.stringValue), secret = try #require(json["secret"]?.stringValue)
+
+        #expect(Self.eventually { Self.installations(b) == 201 }, "node b has \(String(describing: Self.installations(b)))")
+        // The secret's hash replicated: node b accepts the phone's secret, and only it.
+        let moved = ServeTests.registration(nil, pushToStart: FanoutScenario.token(501), topic: "region:7")
+        #expect(b.curl("PUT", "/v1/installations/\(id)", body: moved, admin: false,
+                       headers: ["Authorization: Installation \(Base64URL.encode([UInt8](repeating: 7, count: 32)))"]).status == 403)
+        let updated = b.curl("PUT", "/v1/installations/\(id)", body: moved, admin: false, headers: ["Authorization: Installation \(secret)"])
+        #expect(updated.status == 200, "\(updated.body)")
+
+        // A removal on node b reaches node a.
+        #expect(b.curl("DELETE", "/v1/installations/\(id)", admin: false, headers: ["Authorization: Installation \(secret)"]).status == 204)
+        #expect(Self.eventually { Self.installations(a) == 200 }, "node a has \(String(describing: Self.installations(a)))")
+        #expect(a.curl("PUT", "/v1/installations/\(id)", body: moved, admin: false, headers: ["Authorization: Installation \(secret)"]).status == 404)
+
+        #expect(Self.metric(a, "sokuho_cluster_connected") == 1)
+        #expect((Self.metric(a, "sokuho_cluster_replication_published_total") ?? 0) > 0)
+        #expect((Self.metric(b, "sokuho_cluster_replication_applied_total") ?? 0) > 0)
+        #expect((Self.metric(a, "sokuho_cluster_replication_applied_total") ?? 0) >= 2, "b's update and removal")
+        #expect(Self.eventually { Self.metric(a, "sokuho_cluster_replication_outbox") == 0 && Self.metric(b, "sokuho_cluster_replication_outbox") == 0 })
+        #expect(Self.metric(a, "sokuho_cluster_replication_behind") == 0 && Self.metric(b, "sokuho_cluster_replication_behind") == 0)
+        #expect(Self.metric(a, "sokuho_cluster_replication_bad_entries_total") == 0)
+    }
+
+    @Test func aStoppedNodeCatchesUpFromWhereItStoppedWhenRestarted() throws {
+        let redis = try RedisServerFixture()
+        defer { redis.stop() }
+        let scenario = try FanoutScenario()
+        let a = try Daemon(scenario, extra: Self.cluster(redis, node: "a"))
+        defer { _ = a.stop() }
+        let storeB = scenario.directory + "/store-b"
+        var b = try Daemon(scenario, extra: Self.cluster(redis, node: "b"), store: storeB)
+        #expect(Self.register(a, 0..<20, in: scenario.directory).allSatisfy { $0 == "201" })
+        #expect(Self.eventually { Self.installations(b) == 20 })
+        #expect(b.stop() == 0)
+
+        #expect(Self.register(a, 20..<50, in: scenario.directory).allSatisfy { $0 == "201" })
+        #expect(Self.eventually { Self.metric(a, "sokuho_cluster_replication_outbox") == 0 }, "a published them all")
+        let redisClient = try redis.connect()
+        let total = try redisClient.length(of: ClusterKeys.registrations)
+        let stopped = try TokenStore(directory: storeB, options: TokenStore.Options(readOnly: true)).replicationStatus()
+        let resumeAt = try #require(stopped.applied.flatMap(StreamID.init))
+        let missed = try redisClient.range(of: ClusterKeys.registrations, from: "(\(resumeAt)").count
+        #expect(missed > 0 && Int64(missed) < total, "b stopped part-way: \(missed) of \(total) entries are new to it")
+
+        b = try Daemon(scenario, extra: Self.cluster(redis, node: "b"), store: storeB)
+        defer { _ = b.stop() }
+        #expect(Self.eventually { Self.installations(b) == 50 })
+        // Exactly the entries after its applied id, none from before it.
+        #expect(Self.metric(b, "sokuho_cluster_replication_applied_total") == missed)
+    }
+
+    @Test func aNodeStartsWithoutRedisAndPublishesWhatItTookOnceRedisIsUp() throws {
+        let redis = try RedisServerFixture()
+        redis.stop()
+        defer { redis.stop() }
+        let scenario = try FanoutScenario()
+        let a = try Daemon(scenario, extra: Self.cluster(redis, node: "a"))
+        defer { _ = a.stop() }
+        // Registrations are the local store's business: they answer 201 with Redis down.
+        #expect(Self.register(a, 0..<30, in: scenario.directory).allSatisfy { $0 == "201" })
+        #expect(Self.metric(a, "sokuho_cluster_connected") == 0)
+        #expect((Self.metric(a, "sokuho_cluster_replication_outbox") ?? 0) > 0)
+
+        try redis.start()
+        let b = try Daemon(scenario, extra: Self.cluster(redis, node: "b"), store: scenario.directory + "/store-b")
+        defer { _ = b.stop() }
+        #expect(Self.eventually { Self.installations(b) == 30 }, "node b has \(String(describing: Self.installations(b)))")
+        #expect(Self.eventually { Self.metric(a, "sokuho_cluster_replication_outbox") == 0 })
+        #expect(Self.metric(a, "sokuho_cluster_connected") == 1)
+    }
+
+    @Test func aStoreRestoredFromABackupCatchesUpFromTheIDItCarries() throws {
+        let redis = try RedisServerFixture()
+        defer { redis.stop() }
+        let scenario = try FanoutScenario()
+        let a = try Daemon(scenario, extra: Self.cluster(redis, node: "a"))
+        defer { _ = a.stop() }
+        let storeB = scenario.directory + "/store-b"
+        let b = try Daemon(scenario, extra: Self.cluster(redis, node: "b"), store: storeB)
+        #expect(Self.register(a, 0..<20, in: scenario.directory).allSatisfy { $0 == "201" })
+        #expect(Self.eventually { Self.installations(b) == 20 })
+        // A hot backup of node b, then more changes it does not hold.
+        let backup = scenario.directory + "/backup-b"
+        let made = ChildProcess.run(SimulatorProcessTests.binary, ["store", "backup", backup, "--store", storeB])
+        #expect(made.status == 0, "\(made.err)")
+        #expect(b.stop() == 0)
+        #expect(Self.register(a, 20..<35, in: scenario.directory).allSatisfy { $0 == "201" })
+        #expect(Self.eventually { Self.metric(a, "sokuho_cluster_replication_outbox") == 0 }, "a published them all")
+        let carried = try TokenStore(directory: backup, options: TokenStore.Options(readOnly: true)).replicationStatus()
+        let carriedID = try #require(carried.applied.flatMap(StreamID.init))
+        let newer = try redis.connect().range(of: ClusterKeys.registrations, from: "(\(carriedID)").count
+
+        // A new node c from that backup applies exactly the entries after the id it carries.
+        let storeC = scenario.directory + "/store-c"
+        let restored = ChildProcess.run(SimulatorProcessTests.binary, ["store", "restore", backup, "--store", storeC])
+        #expect(restored.status == 0, "\(restored.err)")
+        let c = try Daemon(scenario, extra: Self.cluster(redis, node: "c"), store: storeC)
+        defer { _ = c.stop() }
+        #expect(Self.eventually { Self.installations(c) == 35 })
+        #expect(Self.metric(c, "sokuho_cluster_replication_applied_total") == newer)
+        #expect(Self.metric(c, "sokuho_cluster_replication_behind") == 0)
+    }
+}
