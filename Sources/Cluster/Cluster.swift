@@ -1,17 +1,20 @@
 // Cluster — several `sokuho serve` nodes sharing registrations and events through Valkey/Redis
-// Streams (issue 15). This part is the foundation only: a small typed client on hiredis
-// (RedisConnection: streams, consumer groups, leases); nothing in the daemon uses it yet.
+// Streams (issue 15). This module is the client: a small typed client on hiredis (RedisConnection:
+// streams, consumer groups, leases). Registration replication is built on it (Daemon's
+// ClusterReplication.swift, TokenStore's StoreReplication.swift); events come next.
 //
 // THE PLAN for the later parts (not built yet; names are the ones they will use):
 //
 // - Optional. With no `cluster` section in the configuration nothing changes and nothing connects.
 //   Each node has its own connection(s), one per thread that talks to Redis (blocking hiredis).
-// - Registrations: every node appends each registration change it accepts to the stream
-//   `sokuho:registrations` (XADD, MAXLEN ~ trimming) and applies the others' entries to its own
-//   LMDB store by reading the stream with XRANGE from the last id it applied. That id is kept in the
-//   LMDB store, written in the same transaction as the changes it applied, so a restarted node
-//   resumes exactly there; a node whose id was trimmed away takes a full copy first (backup/restore).
-//   Entries carry the registration as JSON and the origin node, so a node skips its own.
+// - Registrations (BUILT): every node appends its store changes to the stream
+//   `sokuho:registrations` (XADD, MAXLEN ~ trimming) from an outbox the store writes in the same
+//   transaction as each change, and applies the others' entries to its own LMDB store by reading
+//   the stream with XREAD from the last id it applied. That id is kept in the LMDB store, written
+//   in the same transaction as the changes it applied, so a restarted node resumes exactly there;
+//   a node whose id was trimmed away says it is behind and is fixed with a peer's backup. Entries
+//   carry the operations in a binary codec (TokenStore's ReplicatedWrite), the origin node and the
+//   origin store's replica identity, by which a node skips its own. See the README's "Cluster".
 // - Events: an accepted event goes to one of N shard streams (`sokuho:events:<shard>`), read through
 //   the consumer group `sokuho` with XREADGROUP (COUNT, BLOCK); a node XACKs an event once its
 //   fan-out is done. A node that dies leaves its events pending: the others XAUTOCLAIM entries idle
@@ -27,8 +30,8 @@
 //   Requires Redis ≥ 6.2 or Valkey (XAUTOCLAIM); tests use Debian's redis-server 7.0.
 //
 // Files: RedisConnection (connect, AUTH, timeouts, send/command, reconnect), RedisReply (replies
-// and RedisError), Streams (XADD, XGROUP CREATE, XREADGROUP, XACK, XAUTOCLAIM, XRANGE, XLEN,
-// XPENDING), Lease (leases, SET/GET/INCR/DEL/EVAL), Hiredis (the checked wrappers: every hiredis
+// and RedisError), Streams (XADD, XREAD, XINFO STREAM, XGROUP CREATE, XREADGROUP, XACK, XAUTOCLAIM,
+// XRANGE, XLEN, XPENDING), Lease (leases, SET/GET/INCR/DEL/EVAL), Hiredis (the checked wrappers: every hiredis
 // pointer stays in this module and every reply is freed there).
 
 /// The key names the cluster shares, in one place (see the plan above).

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Cluster
 import IO
+import JSONCore
 import Synchronization
 import TokenStore
 
@@ -214,6 +215,19 @@ final class RegistrationReplication: Sendable {
 }
 
 extension RegistrationReplication {
+    /// The `cluster` member of `/readyz`.
+    func readiness(into writer: inout JSONWriter) {
+        let status = try? stores.current.replicationStatus()
+        writer.beginObject()
+        writer.key("node"); writer.string(node.node)
+        writer.key("connected"); writer.bool(node.health.connected)
+        writer.key("problem"); if let problem = node.health.problem { writer.string(problem) } else { writer.null() }
+        writer.key("outbox"); writer.int(status?.outbox ?? 0)
+        writer.key("applied"); if let applied = status?.applied { writer.string(applied) } else { writer.null() }
+        writer.key("behind"); if let behind = status?.behind { writer.string(behind) } else { writer.null() }
+        writer.endObject()
+    }
+
     /// The replication lines of `/metrics`.
     func metrics(into text: inout PrometheusText) {
         let status = try? stores.current.replicationStatus()

@@ -235,6 +235,8 @@ package final class Router: @unchecked Sendable {
         let standby = service.isStandby
         if standby { ready = false }
         writer.key("standby"); writer.bool(standby)
+        // Reported, not part of readiness: a node without Redis still sends from its own store.
+        if let replication = service.replication { writer.key("cluster"); replication.readiness(into: &writer) }
         writer.key("ready"); writer.bool(ready)
         writer.endObject()
         return .json(status: ready ? 200 : 503, writer.bytes)

@@ -85,6 +85,13 @@ import TokenStore
         #expect(Self.eventually { Self.metric(a, "sokuho_cluster_replication_outbox") == 0 && Self.metric(b, "sokuho_cluster_replication_outbox") == 0 })
         #expect(Self.metric(a, "sokuho_cluster_replication_behind") == 0 && Self.metric(b, "sokuho_cluster_replication_behind") == 0)
         #expect(Self.metric(a, "sokuho_cluster_replication_bad_entries_total") == 0)
+        let readyz = b.exchange("GET", "/readyz", admin: false)
+        let spec = try OpenAPISpec()
+        let problems = spec.problems(try #require(spec.operation("GET", "/readyz")), status: readyz.status, headers: readyz.headers, body: readyz.body)
+        #expect(problems.isEmpty, "\(problems)")
+        let ready = try JSONParser.parse(readyz.body)
+        #expect(ready["cluster"]?["node"]?.stringValue == "b" && ready["cluster"]?["connected"]?.boolValue == true, "\(ready.jsonText)")
+        #expect(ready["cluster"]?["applied"]?.stringValue.flatMap(StreamID.init) != nil && ready["cluster"]?["behind"] == .null, "\(ready.jsonText)")
     }
 
     @Test func aStoppedNodeCatchesUpFromWhereItStoppedWhenRestarted() throws {
@@ -126,6 +133,13 @@ import TokenStore
         #expect(Self.register(a, 0..<30, in: scenario.directory).allSatisfy { $0 == "201" })
         #expect(Self.metric(a, "sokuho_cluster_connected") == 0)
         #expect((Self.metric(a, "sokuho_cluster_replication_outbox") ?? 0) > 0)
+        let downz = a.exchange("GET", "/readyz", admin: false)
+        let spec = try OpenAPISpec()
+        let problems = spec.problems(try #require(spec.operation("GET", "/readyz")), status: downz.status, headers: downz.headers, body: downz.body)
+        #expect(problems.isEmpty, "\(problems)")
+        let down = try JSONParser.parse(downz.body)
+        #expect(down["cluster"]?["connected"]?.boolValue == false && down["cluster"]?["problem"]?.stringValue != nil, "\(down.jsonText)")
+        #expect((down["cluster"]?["outbox"]?.int64Value ?? 0) > 0, "\(down.jsonText)")
 
         try redis.start()
         let b = try Daemon(scenario, extra: Self.cluster(redis, node: "b"), store: scenario.directory + "/store-b")
