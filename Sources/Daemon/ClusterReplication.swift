@@ -29,6 +29,8 @@ final class RegistrationReplication: Sendable {
     /// The applier's place in the stream for the store of that identity (nil: not read from the
     /// store yet; a standby's swapped-in store is another replica) and when it last looked for a gap.
     private let reader = Mutex<(identity: String?, position: StreamID?, checkedAt: MonotonicInstant?)>((nil, nil, nil))
+    /// When the applier last stored its position (see `applyStream`).
+    private let idWrittenAt = Mutex<MonotonicInstant?>(nil)
 
     /// Outbox records published, stream entries applied (other nodes'), own entries skipped,
     /// entries refused as undecodable: for `/metrics`.
@@ -155,11 +157,13 @@ final class RegistrationReplication: Sendable {
                 return
             }
             var operations: [WriteOperation] = []
+            var othersRead = false
             for entry in entries {
                 if entry.text("store") == identity {
                     skippedOwn.add(1, ordering: .relaxed)
                     continue
                 }
+                othersRead = true
                 do throws(StoreError) {
                     guard let bytes = entry["ops"], entry.text("store") != nil else {
                         throw StoreError.invalid("the entry has no 'store' or 'ops' field")
@@ -171,7 +175,15 @@ final class RegistrationReplication: Sendable {
                     log("cluster: registration stream entry \(entry.id) from node '\(entry.text("node") ?? "?")' skipped: \(error.description)")
                 }
             }
-            try store.applyFromStream(operations, through: last.id.description, behind: behind)
+            // A batch of only this node's own entries changes nothing here: its id is stored at
+            // most once a second, so the node publishing the most does not also pay a write
+            // transaction per read for it. Losing the newer id to a stop only means reading (and
+            // skipping) those entries again.
+            let now = MonotonicInstant.now()
+            if othersRead || behind != nil || idWrittenAt.withLock({ $0.map { now - $0 >= .seconds(1) } ?? true }) {
+                try store.applyFromStream(operations, through: last.id.description, behind: behind)
+                idWrittenAt.withLock { $0 = now }
+            }
             after = last.id
             reader.withLock { $0.position = after }
         } catch let error as RedisError {
