@@ -29,8 +29,8 @@ final class RegistrationReplication: Sendable {
     /// The applier's place in the stream for the store of that identity (nil: not read from the
     /// store yet; a standby's swapped-in store is another replica) and when it last looked for a gap.
     private let reader = Mutex<(identity: String?, position: StreamID?, checkedAt: MonotonicInstant?)>((nil, nil, nil))
-    /// When the applier last stored its position (see `applyStream`).
-    private let idWrittenAt = Mutex<MonotonicInstant?>(nil)
+    /// The position the applier last stored in the store, and when (see `applyStream`).
+    private let stored = Mutex<(position: StreamID?, at: MonotonicInstant?)>((nil, nil))
 
     /// Outbox records published, stream entries applied (other nodes'), own entries skipped,
     /// entries refused as undecodable: for `/metrics`.
@@ -132,11 +132,14 @@ final class RegistrationReplication: Sendable {
                 reader.withLock { $0 = (identity, nil, nil) }
             }
             if position == nil {
-                let stored = try store.replicationStatus().applied
-                position = stored.flatMap(StreamID.init) ?? .zero
-                if let stored, StreamID(stored) == nil {
-                    log("cluster: the store's applied stream id '\(stored)' is not a stream id; reading the registration stream from its start")
+                let text = try store.replicationStatus().applied
+                let loaded = text.flatMap(StreamID.init) ?? .zero
+                if let text, StreamID(text) == nil {
+                    log("cluster: the store's applied stream id '\(text)' is not a stream id; reading the registration stream from its start")
                 }
+                position = loaded
+                reader.withLock { $0.position = loaded }
+                stored.withLock { $0 = (loaded, nil) }
             }
             guard var after = position else { return }
             var behind: String?
@@ -153,7 +156,12 @@ final class RegistrationReplication: Sendable {
                 try redis.read(from: ClusterKeys.registrations, after: after, count: Self.readCount, block: Self.readBlock)
             }
             guard let last = entries.last else {
-                if let behind { try store.applyFromStream([], through: after.description, behind: behind) }
+                // Idle: the position a batch of own entries left unstored goes to the store now,
+                // so a backup taken in a quiet moment carries the id this node really reached.
+                if behind != nil || stored.withLock({ $0.position }) != after {
+                    try store.applyFromStream([], through: after.description, behind: behind)
+                    stored.withLock { $0 = (after, MonotonicInstant.now()) }
+                }
                 return
             }
             var operations: [WriteOperation] = []
@@ -176,13 +184,13 @@ final class RegistrationReplication: Sendable {
                 }
             }
             // A batch of only this node's own entries changes nothing here: its id is stored at
-            // most once a second, so the node publishing the most does not also pay a write
-            // transaction per read for it. Losing the newer id to a stop only means reading (and
-            // skipping) those entries again.
+            // most once a second (and when the stream goes quiet), so the node publishing the most
+            // does not also pay a write transaction per read for it. Losing the newer id to a stop
+            // only means reading (and skipping) those entries again.
             let now = MonotonicInstant.now()
-            if othersRead || behind != nil || idWrittenAt.withLock({ $0.map { now - $0 >= .seconds(1) } ?? true }) {
+            if othersRead || behind != nil || stored.withLock({ $0.at.map { now - $0 >= .seconds(1) } ?? true }) {
                 try store.applyFromStream(operations, through: last.id.description, behind: behind)
-                idWrittenAt.withLock { $0 = now }
+                stored.withLock { $0 = (last.id, now) }
             }
             after = last.id
             reader.withLock { $0.position = after }

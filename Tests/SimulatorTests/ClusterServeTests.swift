@@ -15,8 +15,14 @@ import TokenStore
 
     static let unlimited = #","rateLimit":{"perSecond":100000,"burst":100000}"#
 
-    static func cluster(_ redis: RedisServerFixture, node: String) -> String {
-        #","cluster":{"redis":"127.0.0.1:\#(redis.port)","node":"\#(node)"}"# + unlimited
+    static func cluster(_ redis: RedisServerFixture, node: String, streamLength: Int? = nil) -> String {
+        let length = streamLength.map { #","registrationStreamLength":\#($0)"# } ?? ""
+        return #","cluster":{"redis":"127.0.0.1:\#(redis.port)","node":"\#(node)"\#(length)}"# + unlimited
+    }
+
+    /// `/readyz`'s `cluster` member.
+    static func clusterReadiness(_ daemon: Daemon) -> JSONValue? {
+        (try? JSONParser.parse(daemon.curl("GET", "/readyz", admin: false).body))?["cluster"]
     }
 
     /// The installations a daemon's store holds, from its token statistics route.
@@ -179,5 +185,56 @@ import TokenStore
         #expect(Self.eventually { Self.installations(c) == 35 })
         #expect(Self.metric(c, "sokuho_cluster_replication_applied_total") == newer)
         #expect(Self.metric(c, "sokuho_cluster_replication_behind") == 0)
+    }
+
+    @Test func aNodeThatFellBehindTheTrimSaysSoUntilAPeersBackupReplacesItsStore() throws {
+        let redis = try RedisServerFixture()
+        defer { redis.stop() }
+        let scenario = try FanoutScenario()
+        // The shortest stream allowed, so that a stopped node's place is trimmed away quickly.
+        let a = try Daemon(scenario, extra: Self.cluster(redis, node: "a", streamLength: 1_000))
+        defer { _ = a.stop() }
+        let storeB = scenario.directory + "/store-b"
+        var b = try Daemon(scenario, extra: Self.cluster(redis, node: "b", streamLength: 1_000), store: storeB)
+        #expect(Self.register(a, 0..<5, in: scenario.directory).allSatisfy { $0 == "201" })
+        #expect(Self.eventually { Self.installations(b) == 5 })
+        #expect(b.stop() == 0)
+
+        // One request after another: about one stream entry each, well past the trim.
+        #expect(Self.register(a, 5..<1_505, in: scenario.directory).allSatisfy { $0 == "201" })
+        #expect(Self.eventually(60) { Self.metric(a, "sokuho_cluster_replication_outbox") == 0 }, "a published them all")
+        let head = try #require(try redis.connect().head(of: ClusterKeys.registrations))
+        #expect((head.entriesAdded ?? 0) > head.length, "the stream was trimmed: \(head)")
+
+        b = try Daemon(scenario, extra: Self.cluster(redis, node: "b", streamLength: 1_000), store: storeB)
+        #expect(Self.eventually { Self.metric(b, "sokuho_cluster_replication_behind") == 1 })
+        #expect(Self.clusterReadiness(b)?["behind"]?.stringValue?.contains("trimmed") == true, "\(String(describing: Self.clusterReadiness(b)))")
+        // It carries on with what is left: everything up to the stream's last entry, not the trimmed ones.
+        #expect(Self.eventually { Self.clusterReadiness(b)?["applied"]?.stringValue == head.lastGenerated.description })
+        let partial = try #require(Self.installations(b))
+        #expect(partial > 5 && partial < 1_505, "b holds \(partial)")
+        #expect(b.stop() == 0)
+        #expect(b.child.stderr.contains("is behind"), "\(b.child.stderr)")
+        #expect(b.child.stderr.contains("sokuho store restore"), "the log names the fix")
+
+        // A restart does not hide it: the store remembers.
+        b = try Daemon(scenario, extra: Self.cluster(redis, node: "b", streamLength: 1_000), store: storeB)
+        #expect(Self.eventually { Self.metric(b, "sokuho_cluster_replication_behind") == 1 })
+        #expect(b.stop() == 0)
+
+        // The fix: a peer's backup (hot), restored here; it carries a's applied id, past the trim.
+        #expect(Self.eventually { Self.clusterReadiness(a)?["applied"]?.stringValue == head.lastGenerated.description },
+                "a stored the id it reached: \(String(describing: Self.clusterReadiness(a)))")
+        let backup = scenario.directory + "/backup-a"
+        let made = ChildProcess.run(SimulatorProcessTests.binary, ["store", "backup", backup, "--store", scenario.store])
+        #expect(made.status == 0, "\(made.err)")
+        let restored = ChildProcess.run(SimulatorProcessTests.binary, ["store", "restore", backup, "--replace", "--store", storeB])
+        #expect(restored.status == 0, "\(restored.err)")
+        b = try Daemon(scenario, extra: Self.cluster(redis, node: "b", streamLength: 1_000), store: storeB)
+        defer { _ = b.stop() }
+        #expect(Self.installations(b) == 1_505)
+        #expect(Self.metric(b, "sokuho_cluster_replication_behind") == 0)
+        sleep(milliseconds: 1_500) // past a gap check and a read or two
+        #expect(Self.metric(b, "sokuho_cluster_replication_behind") == 0 && Self.clusterReadiness(b)?["behind"] == .null)
     }
 }
