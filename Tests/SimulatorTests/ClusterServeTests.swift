@@ -217,6 +217,12 @@ import TokenStore
         #expect(b.child.stderr.contains("is behind"), "\(b.child.stderr)")
         #expect(b.child.stderr.contains("sokuho store restore"), "the log names the fix")
 
+        // A new node with an empty store joining after the trim is behind as well: it must start from a backup.
+        let c = try Daemon(scenario, extra: Self.cluster(redis, node: "c", streamLength: 1_000), store: scenario.directory + "/store-c")
+        #expect(Self.eventually { Self.metric(c, "sokuho_cluster_replication_behind") == 1 })
+        #expect(Self.clusterReadiness(c)?["behind"]?.stringValue?.contains("before this node read any") == true)
+        #expect(c.stop() == 0)
+
         // A restart does not hide it: the store remembers.
         b = try Daemon(scenario, extra: Self.cluster(redis, node: "b", streamLength: 1_000), store: storeB)
         #expect(Self.eventually { Self.metric(b, "sokuho_cluster_replication_behind") == 1 })
