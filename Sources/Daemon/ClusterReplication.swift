@@ -18,7 +18,8 @@ import TokenStore
 ///   XADD and the delete publishes a record twice (applying a change twice is the same change).
 /// - the **applier** reads the stream with XREAD from the applied id the store holds, skips the
 ///   entries its own store published (`store` is its replica identity), applies the rest and
-///   stores the id of the last entry read in the same transaction. Entries that do not decode are
+///   stores the id of the last entry read in the same transaction (after a batch of only its own
+///   entries at most once a second, and when the stream goes quiet). Entries that do not decode are
 ///   skipped whole and counted. It checks for a gap (entries trimmed before it read them) at its
 ///   start, after every Redis failure and every 30 s: a node behind says so and continues.
 final class RegistrationReplication: Sendable {
@@ -230,6 +231,7 @@ final class RegistrationReplication: Sendable {
 
     private func sleepBriefly() {
         var request = timespec(tv_sec: 0, tv_nsec: 20_000_000)
+        // Its only failure is EINTR, which makes this step of the pause shorter: harmless.
         _ = nanosleep(&request, nil)
     }
 }
@@ -257,6 +259,8 @@ extension RegistrationReplication {
         text.sample("sokuho_cluster_replication_published_total", [], published.load(ordering: .relaxed))
         text.family("sokuho_cluster_replication_applied_total", .counter, help: "Registration stream entries of other nodes applied to this node's store.")
         text.sample("sokuho_cluster_replication_applied_total", [], applied.load(ordering: .relaxed))
+        text.family("sokuho_cluster_replication_own_skipped_total", .counter, help: "Registration stream entries this node's own store published, read back and skipped.")
+        text.sample("sokuho_cluster_replication_own_skipped_total", [], skippedOwn.load(ordering: .relaxed))
         text.family("sokuho_cluster_replication_bad_entries_total", .counter, help: "Registration stream entries skipped because they did not decode.")
         text.sample("sokuho_cluster_replication_bad_entries_total", [], badEntries.load(ordering: .relaxed))
         if let status {

@@ -87,6 +87,7 @@ import TokenStore
         #expect(Self.metric(a, "sokuho_cluster_connected") == 1)
         #expect((Self.metric(a, "sokuho_cluster_replication_published_total") ?? 0) > 0)
         #expect((Self.metric(b, "sokuho_cluster_replication_applied_total") ?? 0) > 0)
+        #expect(Self.eventually { (Self.metric(a, "sokuho_cluster_replication_own_skipped_total") ?? 0) > 0 }, "a reads its own entries back and skips them")
         #expect((Self.metric(a, "sokuho_cluster_replication_applied_total") ?? 0) >= 2, "b's update and removal")
         #expect(Self.eventually { Self.metric(a, "sokuho_cluster_replication_outbox") == 0 && Self.metric(b, "sokuho_cluster_replication_outbox") == 0 })
         #expect(Self.metric(a, "sokuho_cluster_replication_behind") == 0 && Self.metric(b, "sokuho_cluster_replication_behind") == 0)
