@@ -26,14 +26,20 @@ extension TokenStore {
     /// creating it on first use. Idempotent.
     public func replicate() throws(StoreError) -> String {
         if let id = replication.identity { return id }
-        let stored = try read { txn throws(StoreError) in try txn.get(databases.meta, ReplicationKeys.identity).map { String(decoding: $0, as: UTF8.self) } }
-        let id: String
-        if let stored { id = stored } else { id = try Self.newIdentity() }
-        // On before the identity is committed: the outbox does not depend on it, and no local
-        // write may slip between "on" and the first change a caller makes after this returns.
-        replication.turnOn(identity: id)
-        if stored == nil { try write([], role: .identify(id)) }
-        return id
+        // Settled once, under the switch's lock: two threads switching a fresh store on at once
+        // must not publish under two identities, one of which the store would then forget.
+        return try replication.settle { () throws(StoreError) -> String in
+            let stored = try read { txn throws(StoreError) in
+                try txn.get(databases.meta, ReplicationKeys.identity).map { String(decoding: $0, as: UTF8.self) }
+            }
+            // On before the identity is committed: the outbox does not depend on it, and no local
+            // write may slip between "on" and the first change a caller makes after this returns.
+            replication.turnOn()
+            if let stored { return stored }
+            let id = try Self.newIdentity()
+            try write([], role: .identify(id))
+            return id
+        }
     }
 
     /// This store's identity once `replicate()` was called, else nil.
@@ -146,9 +152,17 @@ final class ReplicationSwitch: Sendable {
     var isOn: Bool { on.load(ordering: .acquiring) }
     var identity: String? { state.withLock { $0 } }
 
-    func turnOn(identity: String) {
-        state.withLock { $0 = identity }
-        on.store(true, ordering: .releasing)
+    func turnOn() { on.store(true, ordering: .releasing) }
+
+    /// The identity, found or made by `body` the first time, with the lock held throughout (the
+    /// writer thread never takes it, so `body` may wait for a write).
+    func settle(_ body: () throws(StoreError) -> String) throws(StoreError) -> String {
+        try state.withLock { (identity: inout String?) throws(StoreError) -> String in
+            if let identity { return identity }
+            let settled = try body()
+            identity = settled
+            return settled
+        }
     }
 }
 

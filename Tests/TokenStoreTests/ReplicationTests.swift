@@ -157,4 +157,18 @@ struct ReplicationTests {
         #expect(try restored.replicate() != identity)
         #expect(try restored.check().isConsistent)
     }
+
+    @Test func threadsSwitchingAFreshStoreOnAtOnceSettleOnTheIdentityTheStoreKeeps() async throws {
+        let fixture = StoreFixture()
+        var store = try fixture.open()
+        let ids = try await withThrowingTaskGroup(of: String.self) { [store] group in
+            for _ in 0..<8 { group.addTask { try store.replicate() } }
+            return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+        }
+        #expect(ids.count == 1)
+        store.close()
+        store = try fixture.open()
+        defer { store.close() }
+        #expect(try store.replicate() == ids.first, "reopened, the store has the identity its entries were published under")
+    }
 }
