@@ -244,4 +244,23 @@ import TokenStore
         sleep(milliseconds: 1_500) // past a gap check and a read or two
         #expect(Self.metric(b, "sokuho_cluster_replication_behind") == 0 && Self.clusterReadiness(b)?["behind"] == .null)
     }
+
+    @Test func registrationsAnsweredJustBeforeAKillReachTheOtherNodeAfterTheRestart() throws {
+        let redis = try RedisServerFixture()
+        redis.stop() // nothing can be published before the kill: every change waits in the outbox
+        defer { redis.stop() }
+        let scenario = try FanoutScenario()
+        var a = try Daemon(scenario, extra: Self.cluster(redis, node: "a"))
+        #expect(Self.register(a, 0..<40, in: scenario.directory).allSatisfy { $0 == "201" })
+        kill(a.child.pid, SIGKILL)
+        _ = a.child.wait()
+
+        try redis.start()
+        let b = try Daemon(scenario, extra: Self.cluster(redis, node: "b"), store: scenario.directory + "/store-b")
+        defer { _ = b.stop() }
+        a = try Daemon(scenario, extra: Self.cluster(redis, node: "a"))
+        defer { _ = a.stop() }
+        #expect(Self.eventually { Self.installations(b) == 40 }, "node b has \(String(describing: Self.installations(b)))")
+        #expect(Self.eventually { Self.metric(a, "sokuho_cluster_replication_outbox") == 0 })
+    }
 }

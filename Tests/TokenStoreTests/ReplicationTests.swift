@@ -122,6 +122,7 @@ struct ReplicationTests {
         try store.applyFromStream([], through: "1700000000001-0", behind: "entries were trimmed")
         status = try store.replicationStatus()
         #expect(status.applied == "1700000000001-0" && status.behind == "entries were trimmed" && status.outbox == 1)
+        #expect(try store.check().isConsistent, "replication's meta keys are no inconsistency")
     }
 
     @Test func aBigLocalBatchIsPublishedInBoundedRecordsInOrder() throws {
