@@ -110,6 +110,8 @@ final class RegistrationReplication: Sendable {
             if let last {
                 do { try store.removeFromOutbox(through: last) } catch {
                     log("cluster: cannot remove published records from the outbox (they will be published again): \(error.description)")
+                    pause(.seconds(1), stopping: stopping) // not again and again at once
+                    return
                 }
             }
             if failure != nil {
