@@ -1,8 +1,16 @@
 // Cluster — several `sokuho serve` nodes sharing registrations and events through Valkey/Redis
 // Streams (issue 15; the README's "Cluster" says what a user gets). This module is the Redis side:
 // a small typed client on hiredis and the atomic scripts the nodes agree through. The daemon's side
-// (threads, links, what runs when) is in Sources/Daemon/Cluster*.swift and Shard*.swift.
+// (threads, links, what runs when) is in Sources/Daemon/Cluster*.swift and Shard*.swift; the
+// store's side of replication in TokenStore's StoreReplication.swift and ReplicatedWrite.swift.
 //
+// - Registrations: every node appends its store changes to the stream `sokuho:registrations`
+//   (XADD, MAXLEN ~ trimming) from an outbox the store writes in the same transaction as each
+//   change, and applies the others' entries to its own LMDB store by reading the stream with XREAD
+//   from the last id it applied — kept in the store, written in the same transaction as the changes
+//   it applied. A node whose id was trimmed away says it is behind (fixed with a peer's backup).
+//   Entries carry the operations (ReplicatedWrite), the origin node and the origin store's replica
+//   identity, by which a node skips its own.
 // - Events: `acceptEvent` checks key and serial against every serial the cluster accepted and queues
 //   one entry per shard on `ClusterKeys.events`, in one script. Nodes read the stream through the
 //   consumer group `ClusterKeys.eventGroup`; a shard is sent under a lease (`Lease.swift`) whose
@@ -15,8 +23,9 @@
 //   fenced for that). Requires Redis ≥ 6.2 or Valkey (XAUTOCLAIM); tests use Debian's redis-server 7.0.
 //
 // Files: RedisConnection (connect, AUTH, timeouts, send/command, reconnect), RedisReply (replies
-// and RedisError), Streams (stream and consumer-group commands), Lease (leases; SET/GET/INCR/DEL/
-// EVAL), EventLedger (events, shards, checkpoints), Hiredis (the checked wrappers: every hiredis
+// and RedisError), Streams (XADD, XREAD, XINFO STREAM, XGROUP CREATE, XREADGROUP, XACK, XAUTOCLAIM,
+// XCLAIM, XDEL, XRANGE, XLEN, XPENDING), Lease (leases; SET/GET/INCR/DEL/EVAL), EventLedger
+// (events, shards, checkpoints), Hiredis (the checked wrappers: every hiredis
 // pointer stays in this module and every reply is freed there).
 
 /// The key names the cluster shares, in one place (see the plan above).

@@ -70,6 +70,24 @@ public struct PendingSummary: Sendable, Equatable {
     public let consumers: [String: Int64]
 }
 
+/// XINFO STREAM's figures of a stream's head and tail. `entriesAdded` (Redis ≥ 7, nil before) minus
+/// `length` is how many entries trimming (or XDEL) removed: trimming removes the oldest, and it
+/// does not move `max-deleted-entry-id`, which is why that figure is not used.
+public struct StreamHead: Sendable, Equatable {
+    public let length: Int64
+    public let entriesAdded: Int64?
+    /// The oldest entry still in the stream (nil: empty).
+    public let firstEntry: StreamID?
+    public let lastGenerated: StreamID
+
+    public init(length: Int64, entriesAdded: Int64?, firstEntry: StreamID?, lastGenerated: StreamID) {
+        self.length = length
+        self.entriesAdded = entriesAdded
+        self.firstEntry = firstEntry
+        self.lastGenerated = lastGenerated
+    }
+}
+
 /// The stream commands the cluster uses, as typed calls. Stream and group names are plain keys.
 extension RedisConnection {
     /// XADD `stream` [MAXLEN ~ `maxLength`] * fields… → the new entry's id. With `maxLength`, Redis
@@ -129,6 +147,65 @@ extension RedisConnection {
     public func readGroup(_ group: String, as consumer: String, from stream: String, after: String = ">",
                           count: Int? = nil, block: Duration? = nil) throws(RedisError) -> [StreamEntry] {
         try readGroup(group, as: consumer, streams: [(stream, after)], count: count, block: block)[0].entries
+    }
+
+    /// XREAD [COUNT] [BLOCK] STREAMS … — entries after each given id (no consumer group: every
+    /// reader sees every entry, as each node applies the whole registration stream). Waits up to
+    /// `block` for new entries; returns the entries per stream, in the order asked, empty on timeout.
+    public func read(streams: [(stream: String, after: StreamID)], count: Int? = nil,
+                     block: Duration? = nil) throws(RedisError) -> [(stream: String, entries: [StreamEntry])] {
+        var arguments: [RedisArgument] = ["XREAD"]
+        if let count { arguments += ["COUNT", .integer(count)] }
+        if let block { arguments += ["BLOCK", .milliseconds(block)] }
+        arguments.append("STREAMS")
+        arguments += streams.map { .text($0.stream) }
+        arguments += streams.map { .text($0.after.description) }
+        let reply = try command(arguments, blocking: block)
+        var byStream: [String: [StreamEntry]] = [:]
+        switch reply {
+        case .nil: break
+        case let .array(perStream):
+            for item in perStream {
+                guard case let .array(pair) = item, pair.count == 2, let name = pair[0].text else {
+                    throw .unexpectedReply(command: "XREAD", reply: reply.description)
+                }
+                byStream[name] = try Self.entries(pair[1], command: "XREAD")
+            }
+        default: throw .unexpectedReply(command: "XREAD", reply: reply.description)
+        }
+        return streams.map { ($0.stream, byStream[$0.stream] ?? []) }
+    }
+
+    /// `read` for one stream.
+    public func read(from stream: String, after: StreamID, count: Int? = nil, block: Duration? = nil) throws(RedisError) -> [StreamEntry] {
+        try read(streams: [(stream, after)], count: count, block: block)[0].entries
+    }
+
+    /// XINFO STREAM's figures a reader needs to tell whether entries it never read were trimmed:
+    /// nil when the stream does not exist (nothing was ever added, or it was deleted).
+    public func head(of stream: String) throws(RedisError) -> StreamHead? {
+        let reply: RedisReply
+        do throws(RedisError) {
+            reply = try command(["XINFO", "STREAM", .text(stream)])
+        } catch where error.serverCode == "ERR" && error.description.contains("no such key") {
+            return nil
+        }
+        guard case let .array(items) = reply, items.count % 2 == 0 else { throw .unexpectedReply(command: "XINFO STREAM", reply: reply.description) }
+        var length: Int64?
+        var entriesAdded: Int64?
+        var first: StreamID?
+        var last: StreamID?
+        for index in stride(from: 0, to: items.count, by: 2) {
+            switch (items[index].text, items[index + 1]) {
+            case let ("length", .integer(value)): length = value
+            case let ("entries-added", .integer(value)): entriesAdded = value
+            case let ("first-entry", .array(entry)) where entry.count == 2: first = entry[0].text.flatMap(StreamID.init)
+            case let ("last-generated-id", value): last = value.text.flatMap(StreamID.init)
+            default: break
+            }
+        }
+        guard let length, let last else { throw .unexpectedReply(command: "XINFO STREAM", reply: reply.description) }
+        return StreamHead(length: length, entriesAdded: entriesAdded, firstEntry: first, lastGenerated: last)
     }
 
     /// XACK → how many of `ids` were pending (and are not any more).

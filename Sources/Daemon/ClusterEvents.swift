@@ -69,9 +69,9 @@ extension Service {
     /// Offers a checked event to the cluster. Nil: Redis is unreachable — the caller runs it here.
     func submitToCluster(_ event: FanoutEvent, bodyHash: [UInt8], cluster: ClusterNode) -> Submission? {
         let shards = cluster.settings.shards
-        if event.key.utf8.count + EventShard.recordKeyOverhead > StoreLimits.maximumNameBytes {
+        if event.key.utf8.count + ShardRecordKey.overhead > StoreLimits.maximumNameBytes {
             return .refused(status: 400, code: "invalid_event",
-                            message: "key: is \(event.key.utf8.count) bytes; in a cluster at most \(StoreLimits.maximumNameBytes - EventShard.recordKeyOverhead) (each shard's records add to it)")
+                            message: "key: is \(event.key.utf8.count) bytes; in a cluster at most \(StoreLimits.maximumNameBytes - ShardRecordKey.overhead) (each shard's records add to it)")
         }
         // A group with an auto channel creates its channel on first use: one node must do that, so
         // such an event is one shard (the node that takes it creates the channel for all of it).

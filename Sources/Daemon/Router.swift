@@ -244,16 +244,8 @@ package final class Router: @unchecked Sendable {
         let standby = service.isStandby
         if standby { ready = false }
         writer.key("standby"); writer.bool(standby)
-        // Reported, not part of readiness: without Redis this node still sends what it is given
-        // (alone, from its own store); the operator sees `"degraded": true`.
-        if let cluster = service.cluster {
-            writer.key("cluster"); writer.beginObject()
-            writer.key("node"); writer.string(cluster.node)
-            writer.key("connected"); writer.bool(cluster.health.connected)
-            writer.key("degraded"); writer.bool(!cluster.health.connected)
-            writer.key("problem"); if let problem = cluster.health.problem { writer.string(problem) } else { writer.null() }
-            writer.endObject()
-        }
+        // Reported, not part of readiness: a node without Redis still sends from its own store.
+        if let replication = service.replication { writer.key("cluster"); replication.readiness(into: &writer) }
         writer.key("ready"); writer.bool(ready)
         writer.endObject()
         return .json(status: ready ? 200 : 503, writer.bytes)

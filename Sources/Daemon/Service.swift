@@ -50,6 +50,8 @@ public final class Service: Sendable {
     let cluster: ClusterNode?
     /// The threads sending this node's share of the cluster's events (not while a standby).
     let shardWorkers = Mutex<ShardWorkers?>(nil)
+    /// Registration replication between the cluster's nodes (`ClusterReplication.swift`), nil without a cluster.
+    let replication: RegistrationReplication?
 
     /// Opens the store, starts the warm pools, re-queues what a previous run accepted but did not
     /// finish, and binds the API (nothing is served until `start`).
@@ -63,6 +65,11 @@ public final class Service: Sendable {
         standby = Atomic(configuration.standby)
         adminToken = Mutex(try Self.readAdminToken(configuration.adminTokenFile))
         cluster = try configuration.cluster.map { (settings) throws(ServiceError) in try ClusterNode(settings) }
+        let stores = self.stores
+        do { replication = try cluster.map { (node) throws(StoreError) in try RegistrationReplication(node: node, stores: stores) } } catch {
+            store.close()
+            throw ServiceError("storePath \(configuration.storePath): \(error.description)")
+        }
         limiter = Mutex(configuration.rateLimit.map { RateLimiter(perSecond: Double($0.perSecond), burst: $0.burst) })
         let router = Router()
         var limits = HTTPLimits()
@@ -117,6 +124,7 @@ public final class Service: Sendable {
         server.withLock { $0?.start() }
         startCredentialChecks(every: configuration.credentialCheckInterval)
         startFollowingBackup()
+        replication?.start { [weak self] line in self?.logLine(line) }
         if !isStandby { startShardWorkers() }
     }
 
@@ -142,6 +150,7 @@ public final class Service: Sendable {
         follower.stopThread()
         shardWorkers.withLock { workers -> ShardWorkers? in defer { workers = nil }; return workers }?.stop()
         events.stop()
+        replication?.stop() // after the events: what they wrote last stays in the outbox for the next start
         for runtime in apps.withLock({ $0 }) + retired.withLock({ $0 }) { runtime.shutdown() }
         store.close()
     }
@@ -178,7 +187,7 @@ public final class Service: Sendable {
     /// a 202 is never lost. Their deadline still runs from when they were accepted. A cluster
     /// shard's records are not: its shard is still pending in the cluster, and resumes from there.
     func resume(_ pending: [EventSerialRecord]) {
-        for record in pending where EventShard.eventKey(ofRecordKey: record.eventKey) == nil {
+        for record in pending where ShardRecordKey.eventKey(of: record.eventKey) == nil {
             guard let event = try? FanoutEvent(json: record.body), let runtime = app(event.app, event.environment) else { continue }
             _ = events.submit(event, app: runtime)
         }

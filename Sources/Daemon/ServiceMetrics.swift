@@ -112,6 +112,7 @@ final class ServiceMetrics: Sendable {
             text.sample("sokuho_standby_backup_applied_timestamp_seconds", [], service.backupAppliedAt.load(ordering: .acquiring))
         }
         if let cluster = service.cluster { Self.render(cluster, into: &text) }
+        service.replication?.metrics(into: &text)
         text.family("sokuho_clock_synchronised", .gauge, help: "1 when the kernel says the system clock is synchronised (provider tokens depend on it).")
         text.sample("sokuho_clock_synchronised", [], ClockStatus.current().synchronised ? 1 : 0)
         return text.text

@@ -1,3 +1,5 @@
+import TokenStore
+
 /// One of the `count` parts a cluster splits an event into (the README's "Cluster"): the targets
 /// whose token hash falls in its range. Every node computes the same split (the hash is fixed, not
 /// seeded), a phone's token is in exactly one shard, and the same token is in the same shard in
@@ -23,20 +25,8 @@ public struct EventShard: Sendable, Equatable, CustomStringConvertible {
     /// "2/8" (one-based, as people count).
     public var description: String { "\(index + 1)/\(count)" }
 
-    /// The store key of this shard's records: the event key and " ⟨shard 3/8⟩" — characters no
-    /// backend puts in an event key by accident.
-    public func recordKey(_ eventKey: String) -> String { eventKey + Self.marker + description + "⟩" }
-
-    /// Bytes `recordKey` adds to the event key at most (for the key-length check).
-    public static let recordKeyOverhead = 24
-
-    /// The event key of a shard's record key; nil for an event's own key.
-    public static func eventKey(ofRecordKey key: String) -> String? {
-        guard key.hasSuffix("⟩"), let range = key.ranges(of: marker).last else { return nil }
-        return String(key[..<range.lowerBound])
-    }
-
-    static let marker = " ⟨shard "
+    /// The store key of this shard's records (`ShardRecordKey`).
+    public func recordKey(_ eventKey: String) -> String { ShardRecordKey.make(eventKey: eventKey, shard: index + 1, count: count) }
 }
 
 extension FanoutEvent {

@@ -350,7 +350,7 @@ public enum Fanout {
     }
 
     /// The event a start-progress record belongs to (a shard's record names its shard too).
-    static func eventKey(of progress: StartProgress) -> String { EventShard.eventKey(ofRecordKey: progress.eventKey) ?? progress.eventKey }
+    static func eventKey(of progress: StartProgress) -> String { ShardRecordKey.eventKey(of: progress.eventKey) ?? progress.eventKey }
 
     /// Calls `body` for every target a start-progress record counts as handled.
     static func forEachHandled(_ progress: StartProgress, store: TokenStore, _ body: (UInt64, TokenKind) -> Void) throws(FanoutError) {

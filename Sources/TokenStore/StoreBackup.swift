@@ -72,7 +72,9 @@ enum StoreCopy {
         // `meta` leads the schema's list; it goes last (see `TokenStore.backup`).
         for index in Array(originals.indices.dropFirst()) + [0] {
             let duplicates = StoreSchema.databases[index].flags & MDB_DUPSORT != 0
-            try copyDatabase(source, originals[index], to: target, copies[index], duplicates: duplicates, batchBytes: batchBytes)
+            // `meta`'s replication outbox and identity stay with the live store (`ReplicationKeys.isLocalOnly`).
+            try copyDatabase(source, originals[index], to: target, copies[index], duplicates: duplicates, batchBytes: batchBytes,
+                             leavingOut: index == 0 ? ReplicationKeys.isLocalOnly : { _ in false })
         }
     }
 
@@ -81,7 +83,8 @@ enum StoreCopy {
     /// `MDB_CURRENT`, as `mdb_load -a` does since LMDB 0.9.28, the 0.9.24 we link would replace
     /// the current duplicate instead).
     private static func copyDatabase(_ source: borrowing LMDBTransaction, _ original: MDB_dbi, to target: LMDBEnvironment,
-                                     _ copy: MDB_dbi, duplicates: Bool, batchBytes: Int) throws(StoreError) {
+                                     _ copy: MDB_dbi, duplicates: Bool, batchBytes: Int,
+                                     leavingOut: (UnsafeRawBufferPointer) -> Bool) throws(StoreError) {
         try source.withCursor(original) { reader throws(StoreError) in
             var entry = try reader.get(MDB_FIRST)
             var newKey = true
@@ -90,8 +93,10 @@ enum StoreCopy {
                 try txn.withCursor(copy) { writer throws(StoreError) in
                     var bytes = 0
                     while let (key, value) = entry, bytes < batchBytes {
-                        try writer.put(key, value, flags: newKey ? MDB_APPEND : MDB_APPENDDUP)
-                        bytes += key.count + value.count
+                        if !leavingOut(key) {
+                            try writer.put(key, value, flags: newKey ? MDB_APPEND : MDB_APPENDDUP)
+                            bytes += key.count + value.count
+                        }
                         if duplicates, let next = try reader.get(MDB_NEXT_DUP) {
                             entry = next
                             newKey = false

@@ -16,6 +16,8 @@ final class StoreWriter: @unchecked Sendable {
         /// Whether the commit must reach the disk before `done` (false: surviving a killed process
         /// is enough, e.g. a fan-out checkpoint written many times a second).
         let durable: Bool
+        /// Local changes, changes from the cluster's stream, or outbox bookkeeping (`WriteRole`).
+        let role: WriteRole
     }
 
     private let queue = WorkQueue<Pending>()
@@ -24,15 +26,18 @@ final class StoreWriter: @unchecked Sendable {
     private let mapGuard: MapGuard
     private let writerLock: WriterLock
     private let maximumBatch: Int
+    private let replication: ReplicationSwitch
     private var thread: pthread_t?
     private let stopLock = ConditionLock()
 
-    init(environment: LMDBEnvironment, databases: StoreDatabases, mapGuard: MapGuard, writerLock: WriterLock, maximumBatch: Int) {
+    init(environment: LMDBEnvironment, databases: StoreDatabases, mapGuard: MapGuard, writerLock: WriterLock, maximumBatch: Int,
+         replication: ReplicationSwitch) {
         self.environment = environment
         self.databases = databases
         self.mapGuard = mapGuard
         self.writerLock = writerLock
         self.maximumBatch = maximumBatch
+        self.replication = replication
         let context = Unmanaged.passRetained(self).toOpaque()
         var handle = pthread_t()
         // Without a thread no write could ever complete: that is a broken process, not a user error.
@@ -45,8 +50,8 @@ final class StoreWriter: @unchecked Sendable {
     }
 
     /// Queues `operations`; `done` runs on the writer thread after the batch commits or fails.
-    func submit(_ operations: [WriteOperation], durable: Bool, done: @escaping Done) -> Bool {
-        queue.put(Pending(operations: operations, done: done, durable: durable))
+    func submit(_ operations: [WriteOperation], durable: Bool, role: WriteRole, done: @escaping Done) -> Bool {
+        queue.put(Pending(operations: operations, done: done, durable: durable, role: role))
     }
 
     /// Finishes the queued work, then ends the thread. Safe to call from several threads at once
@@ -98,6 +103,8 @@ final class StoreWriter: @unchecked Sendable {
                 let update = RegistryUpdate(txn: try environment.begin(readOnly: false, sync: sync), databases: databases)
                 // A throw (MDB_MAP_FULL above all) drops `update`, which aborts its transaction.
                 let outcomes = try update.apply(batch: batch.flatMap(\.operations))
+                // The outbox and the applied stream id commit with the changes or not at all.
+                try update.recordReplication(batch.map { ($0.operations, $0.role) }, replicating: replication.isOn)
                 try update.commit()
                 return outcomes
             }

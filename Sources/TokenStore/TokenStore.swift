@@ -36,6 +36,8 @@ public final class TokenStore: @unchecked Sendable {
     let environment: LMDBEnvironment
     let databases: StoreDatabases
     let mapGuard = MapGuard()
+    /// Whether local writes fill the replication outbox (`replicate()`, StoreReplication.swift).
+    let replication = ReplicationSwitch()
     private let writer: StoreWriter?
 
     /// Opens the store in `directory`, creating the directory and the store unless `readOnly`,
@@ -70,7 +72,7 @@ public final class TokenStore: @unchecked Sendable {
         try txn.commit()
         if let lock {
             writer = StoreWriter(environment: environment, databases: databases, mapGuard: mapGuard,
-                                 writerLock: lock, maximumBatch: options.maximumBatch)
+                                 writerLock: lock, maximumBatch: options.maximumBatch, replication: replication)
         } else {
             writer = nil
         }
@@ -89,9 +91,15 @@ public final class TokenStore: @unchecked Sendable {
     /// next durable commit (or the kernel's writeback) takes it to the disk.
     public func submit(_ operations: [WriteOperation], durable: Bool = true,
                        done: @escaping @Sendable (Result<[WriteOutcome], StoreError>) -> Void) throws(StoreError) {
+        try submit(operations, durable: durable, role: .local, done: done)
+    }
+
+    /// `submit` for a batch of a given role (local changes, or replication's: StoreReplication.swift).
+    func submit(_ operations: [WriteOperation], durable: Bool, role: WriteRole,
+                done: @escaping @Sendable (Result<[WriteOutcome], StoreError>) -> Void) throws(StoreError) {
         guard let writer else { throw StoreError.invalid("the token store at \(directory) was opened read-only") }
         for operation in operations { try operation.validate() }
-        guard writer.submit(operations, durable: durable, done: done) else {
+        guard writer.submit(operations, durable: durable, role: role, done: done) else {
             throw StoreError.invalid("the token store at \(directory) is closed")
         }
     }

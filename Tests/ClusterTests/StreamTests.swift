@@ -132,3 +132,34 @@ import Testing
         #expect(claimed.deleted == [id])
     }
 }
+
+/// Plain XREAD (no group: every node reads the whole registration stream) and the XINFO STREAM
+/// figures a reader uses to tell that entries it never read were trimmed away.
+@Suite(.serialized) struct StreamReadTests {
+    @Test("XREAD gives every reader the entries after its id, waits for new ones, and XINFO STREAM counts what trimming removed")
+    func readAfterAndHead() throws {
+        let server = try RedisServerFixture()
+        defer { server.stop() } // also keeps the server alive to the end: ARC may end it after its last use
+        let redis = try server.connect()
+        #expect(try redis.head(of: "s") == nil, "no stream yet")
+        #expect(try redis.read(from: "s", after: .zero, block: .milliseconds(50)).isEmpty, "a missing stream blocks, then answers nothing")
+
+        let ids = try (0..<5).map { try redis.add(to: "s", fields(["n": "\($0)"])) }
+        #expect(try redis.read(from: "s", after: .zero).map(\.id) == ids)
+        #expect(try redis.read(from: "s", after: ids[1], count: 2).map(\.id) == Array(ids[2...3]))
+        #expect(try redis.read(from: "s", after: ids[4], block: .milliseconds(50)).isEmpty, "nothing newer: empty after the block")
+        let other = try server.connect()
+        #expect(try other.read(from: "s", after: ids[2]).map { $0.text("n") } == ["3", "4"], "no group: another reader sees the same entries")
+
+        var head = try #require(try redis.head(of: "s"))
+        #expect(head == StreamHead(length: 5, entriesAdded: 5, firstEntry: ids[0], lastGenerated: ids[4]))
+        // MAXLEN ~ trims whole macro nodes (100 entries by default), so add well past one.
+        var last = ids[4]
+        for index in 0..<400 { last = try redis.add(to: "s", fields(["n": "\(index)"]), maxLength: 10) }
+        head = try #require(try redis.head(of: "s"))
+        #expect(head.entriesAdded == 405)
+        #expect(head.length < 405 && head.length >= 10)
+        #expect(try #require(head.firstEntry) > ids[4], "the first five went with the first trimmed node")
+        #expect(head.lastGenerated == last)
+    }
+}

@@ -29,6 +29,7 @@ public enum FuzzTargets {
         Target(name: "apns-response", run: apnsResponse),
         Target(name: "http2-response", run: http2Response),
         Target(name: "api-request", run: apiRequest),
+        Target(name: "replicated-write", run: replicatedWrite),
     ]
 
     public static func named(_ name: String) -> Target? { all.first { $0.name == name } }
@@ -61,6 +62,22 @@ public enum FuzzTargets {
         }
         require(again.canonicalJSON == event.canonicalJSON, "canonical JSON is not stable")
     }
+
+    /// A registration stream entry's `ops` (another node's store changes, read from Redis): what
+    /// decodes encodes to bytes that decode to the same operations, and that encoding is stable.
+    static func replicatedWrite(_ data: UnsafeRawBufferPointer) {
+        guard let operations = try? ReplicatedWrite.decode(Array(data)) else { return }
+        let encoded = ReplicatedWrite.encode(operations)
+        guard let again = try? ReplicatedWrite.decode(encoded) else {
+            require(false, "the encoding of decoded operations is refused")
+            return
+        }
+        require(again.map { String(reflecting: $0) } == operations.map { String(reflecting: $0) }, "operations change through the codec")
+        require(ReplicatedWrite.encode(again) == encoded, "the encoding is not stable")
+    }
+
+    /// How many operations `bytes` decode to (nil: refused), for the test that the seeds are accepted.
+    public static func replicatedOperationCount(_ bytes: [UInt8]) -> Int? { try? ReplicatedWrite.decode(bytes).count }
 
     /// The installation API's bodies: the first byte picks InstallationBody or ActivityBody.
     static func registration(_ data: UnsafeRawBufferPointer) {

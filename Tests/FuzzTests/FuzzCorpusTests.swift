@@ -20,6 +20,15 @@ import Testing
         }
     }
 
+    /// The replicated-write seeds are accepted encodings, so fuzzing starts past the version and tags.
+    @Test func replicatedWriteSeedsDecode() throws {
+        let seeds = [("seed-remove-installation.bin", 1), ("seed-register-and-remove-token.bin", 2)]
+        for (name, count) in seeds {
+            let bytes = try #require(FuzzTargets.read(Self.corpusRoot + "/replicated-write/" + name))
+            #expect(FuzzTargets.replicatedOperationCount(bytes) == count, "\(name)")
+        }
+    }
+
     /// The HTTP/2 seeds are frames a client session accepts, so fuzzing starts from real answers.
     @Test func http2SeedsReachTheResponseAndTheGoAway() throws {
         func answer(_ name: String) throws -> (response: Response?, goAwayReason: Reason?) {

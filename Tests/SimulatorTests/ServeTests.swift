@@ -20,13 +20,14 @@ import Testing
         /// `keyID`: another than the simulator's makes every request's provider token invalid.
         /// `connections`, `streams`: the app's pool (its in-flight window is 2 × connections × streams, at least 64).
         /// `store`, `name`: another store and configuration file than the scenario's, for a second
-        /// node of a cluster on the same simulator.
+        /// node of a cluster on the same simulator (the file is named after the store unless named).
         init(_ scenario: FanoutScenario, statusPage: Bool = true, keyID: String = SimulatorCertificates.keyID, extra: String = "",
-             connections: Int = 2, streams: Int = 100, store: String? = nil, name: String = "sokuho") throws {
+             connections: Int = 2, streams: Int = 100, store: String? = nil, name: String? = nil) throws {
             let tokenFile = writeFile(scenario.directory, "admin.token", "test-admin-token-0123456789abcdef\n")
             chmod(tokenFile, 0o600)
             chmod(scenario.running.certificates.providerKey, 0o600)
-            let config = writeFile(scenario.directory, name + ".json", """
+            let file = name.map { $0 + ".json" } ?? (store == nil ? "sokuho.json" : "sokuho-\(store!.split(separator: "/").last!).json")
+            let config = writeFile(scenario.directory, file, """
                 {"apps":[{"bundleID":"\(testBundle)","teamID":"\(SimulatorCertificates.teamID)","keyID":"\(keyID)",
                   "keyFile":"\(scenario.running.certificates.providerKey)","environment":"production",
                   "host":"127.0.0.1:\(scenario.running.port)","manageHost":"127.0.0.1:\(scenario.running.managePort)",
