@@ -15,6 +15,25 @@ import Testing
 @Suite(.serialized) struct ClusterEventTests {
     typealias Daemon = ServeTests.Daemon
 
+    /// A redis-server, one simulator, and nodes "a" and "b", each with its own store holding the
+    /// same `phones` phones (given directly: `ClusterEndToEndTests` registers them through the API).
+    final class TwoNodes {
+        let redis: RedisServerFixture
+        let scenario: FanoutScenario
+        let a: Daemon
+        let b: Daemon
+
+        init(phones: Int, latency: Duration = .zero, claimSeconds: Int = 3, redisArguments: [String] = []) throws {
+            redis = try RedisServerFixture(extraArguments: redisArguments)
+            scenario = try FanoutScenario { $0.latency = latency }
+            let storeB = scenario.directory + "/store-b"
+            try scenario.register(ClusterEventTests.phones(phones))
+            try scenario.register(ClusterEventTests.phones(phones), into: storeB)
+            a = try Daemon(scenario, extra: ClusterEventTests.cluster(redis.port, node: "a", claimSeconds: claimSeconds), name: "a")
+            b = try Daemon(scenario, extra: ClusterEventTests.cluster(redis.port, node: "b", claimSeconds: claimSeconds), store: storeB, name: "b")
+        }
+    }
+
     /// `count` phones following topic "region:0" at level 1.
     static func phones(_ count: Int) -> [FanoutScenario.Phone] {
         (0..<count).map { FanoutScenario.Phone(id: "phone-\($0)", token: FanoutScenario.token($0), topics: [("region:0", 1)]) }
@@ -66,14 +85,8 @@ import Testing
     }
 
     @Test func anEventSubmittedToOneNodeReachesEveryPhoneOnceWithTheShardsSharedBetweenTheNodes() throws {
-        let redis = try RedisServerFixture()
-        let scenario = try FanoutScenario()
-        let phones = Self.phones(2_000)
-        let storeB = scenario.directory + "/store-b"
-        try scenario.register(phones)
-        try scenario.register(phones, into: storeB)
-        let a = try Daemon(scenario, extra: Self.cluster(redis.port, node: "a"), name: "a")
-        let b = try Daemon(scenario, extra: Self.cluster(redis.port, node: "b"), store: storeB, name: "b")
+        let nodes = try TwoNodes(phones: 2_000)
+        let (scenario, a, b) = (nodes.scenario, nodes.a, nodes.b)
         defer { _ = a.stop(); _ = b.stop() }
 
         let submitted = b.curl("POST", "/v1/events", body: Self.start(key: "eew-cluster"))
@@ -194,14 +207,8 @@ import Testing
     }
 
     @Test func aNodeKilledMidEventLeavesItsShardsToTheOtherWhichFinishesThem() throws {
-        let redis = try RedisServerFixture()
-        let scenario = try FanoutScenario { $0.latency = .milliseconds(40) }
-        let phones = ClusterEventTests.phones(Self.phoneCount)
-        let storeB = scenario.directory + "/store-b"
-        try scenario.register(phones)
-        try scenario.register(phones, into: storeB)
-        let a = try Daemon(scenario, extra: ClusterEventTests.cluster(redis.port, node: "a", claimSeconds: 2), name: "a")
-        let b = try Daemon(scenario, extra: ClusterEventTests.cluster(redis.port, node: "b", claimSeconds: 2), store: storeB, name: "b")
+        let nodes = try ClusterEventTests.TwoNodes(phones: Self.phoneCount, latency: .milliseconds(40), claimSeconds: 2)
+        let (scenario, a, b) = (nodes.scenario, nodes.a, nodes.b)
         defer { _ = b.stop() }
 
         #expect(b.curl("POST", "/v1/events", body: ClusterEventTests.start(key: "eew-kill")).status == 202)
@@ -228,14 +235,9 @@ import Testing
 
     @Test func aRedisRestartedMidEventLosesNoPhoneAndDoublesNone() throws {
         // Persistence on, as the README asks of a cluster's Redis: the restart keeps the ledger.
-        let redis = try RedisServerFixture(extraArguments: ["--appendonly", "yes", "--appendfsync", "always"])
-        let scenario = try FanoutScenario { $0.latency = .milliseconds(40) }
-        let phones = ClusterEventTests.phones(Self.phoneCount)
-        let storeB = scenario.directory + "/store-b"
-        try scenario.register(phones)
-        try scenario.register(phones, into: storeB)
-        let a = try Daemon(scenario, extra: ClusterEventTests.cluster(redis.port, node: "a", claimSeconds: 3), name: "a")
-        let b = try Daemon(scenario, extra: ClusterEventTests.cluster(redis.port, node: "b", claimSeconds: 3), store: storeB, name: "b")
+        let nodes = try ClusterEventTests.TwoNodes(phones: Self.phoneCount, latency: .milliseconds(40),
+                                                   redisArguments: ["--appendonly", "yes", "--appendfsync", "always"])
+        let (redis, scenario, a, b) = (nodes.redis, nodes.scenario, nodes.a, nodes.b)
         defer { _ = a.stop(); _ = b.stop() }
 
         #expect(a.curl("POST", "/v1/events", body: ClusterEventTests.start(key: "eew-restart")).status == 202)
