@@ -32,7 +32,7 @@ struct ReplicationTests {
             // Event records travel only as a cluster shard's (`WriteOperation.isReplicated`).
             .putEventSerial(EventSerialRecord(eventKey: ShardRecordKey.make(eventKey: "eew-1", shard: 1, count: 8), serial: 7, bodyHash: Array(repeating: 1, count: 32), phase: .done,
                                               startedAt: 1, updatedAt: 2, report: Array(#"{"delivered":3}"#.utf8), body: Array("{}".utf8))),
-            .putStartProgress(StartProgress(eventKey: ShardRecordKey.make(eventKey: "eew-1", shard: 2, count: 8), topic: "region:301", app: app, environment: .sandbox, doneLevel: 2, scanLevel: 5,
+            .putStartProgress(StartProgress(eventKey: ShardRecordKey.make(eventKey: "eew-1", shard: 2, count: 8), topic: "region:301", app: app, environment: .sandbox, doneLevel: 2, scanLevel: nil,
                                             completed: [1, 2, 3], submitted: [4, 5], answered: [99, 100], updatedAt: 3)),
             .putStartProgress(StartProgress(eventKey: ShardRecordKey.make(eventKey: "eew-2", shard: 8, count: 8), topic: "b", app: app, environment: .production, updatedAt: 4)),
             .removeEvent(eventKey: ShardRecordKey.make(eventKey: "eew-1", shard: 1, count: 8)),
@@ -74,6 +74,10 @@ struct ReplicationTests {
         let alone: [WriteOperation] = [serial("eew-1"), progress("eew-1"), .removeEvent(eventKey: "eew-1")]
         #expect(shard.map(\.isReplicated) == [true, true, true])
         #expect(alone.map(\.isReplicated) == [false, false, false])
+        // A pass under way (a checkpoint) goes to Redis with the shard's lease, not to every node.
+        let checkpoint = WriteOperation.putStartProgress(StartProgress(eventKey: shardKey, topic: "region:0", app: "com.example.eew",
+                                                                       environment: .production, scanLevel: 1, answered: [1, 2], updatedAt: 1))
+        #expect(!checkpoint.isReplicated)
         #expect(ReplicatedWrite.encode(alone) == ReplicatedWrite.encode([]), "left out of the stream")
     }
 
