@@ -121,26 +121,7 @@ extension RedisConnection {
     /// `block` for new entries; returns the entries per stream, in the order asked, empty on timeout.
     public func readGroup(_ group: String, as consumer: String, streams: [(stream: String, after: String)],
                           count: Int? = nil, block: Duration? = nil) throws(RedisError) -> [(stream: String, entries: [StreamEntry])] {
-        var arguments: [RedisArgument] = ["XREADGROUP", "GROUP", .text(group), .text(consumer)]
-        if let count { arguments += ["COUNT", .integer(count)] }
-        if let block { arguments += ["BLOCK", .milliseconds(block)] }
-        arguments.append("STREAMS")
-        arguments += streams.map { .text($0.stream) }
-        arguments += streams.map { .text($0.after) }
-        let reply = try command(arguments, blocking: block)
-        var byStream: [String: [StreamEntry]] = [:]
-        switch reply {
-        case .nil: break
-        case let .array(perStream):
-            for item in perStream {
-                guard case let .array(pair) = item, pair.count == 2, let name = pair[0].text else {
-                    throw .unexpectedReply(command: "XREADGROUP", reply: reply.description)
-                }
-                byStream[name] = try Self.entries(pair[1], command: "XREADGROUP")
-            }
-        default: throw .unexpectedReply(command: "XREADGROUP", reply: reply.description)
-        }
-        return streams.map { ($0.stream, byStream[$0.stream] ?? []) }
+        try read(["XREADGROUP", "GROUP", .text(group), .text(consumer)], streams: streams, count: count, block: block)
     }
 
     /// `readGroup` for one stream.
@@ -154,24 +135,32 @@ extension RedisConnection {
     /// `block` for new entries; returns the entries per stream, in the order asked, empty on timeout.
     public func read(streams: [(stream: String, after: StreamID)], count: Int? = nil,
                      block: Duration? = nil) throws(RedisError) -> [(stream: String, entries: [StreamEntry])] {
-        var arguments: [RedisArgument] = ["XREAD"]
+        try read(["XREAD"], streams: streams.map { ($0.stream, $0.after.description) }, count: count, block: block)
+    }
+
+    /// XREAD or XREADGROUP (`command`, with its group and consumer): [COUNT] [BLOCK] STREAMS …, and
+    /// the reply's entries per stream in the order asked (a BLOCK that timed out: none).
+    private func read(_ command: [RedisArgument], streams: [(stream: String, after: String)], count: Int?,
+                      block: Duration?) throws(RedisError) -> [(stream: String, entries: [StreamEntry])] {
+        let name = Self.commandName(command)
+        var arguments = command
         if let count { arguments += ["COUNT", .integer(count)] }
         if let block { arguments += ["BLOCK", .milliseconds(block)] }
         arguments.append("STREAMS")
         arguments += streams.map { .text($0.stream) }
-        arguments += streams.map { .text($0.after.description) }
-        let reply = try command(arguments, blocking: block)
+        arguments += streams.map { .text($0.after) }
+        let reply = try self.command(arguments, blocking: block)
         var byStream: [String: [StreamEntry]] = [:]
         switch reply {
         case .nil: break
         case let .array(perStream):
             for item in perStream {
-                guard case let .array(pair) = item, pair.count == 2, let name = pair[0].text else {
-                    throw .unexpectedReply(command: "XREAD", reply: reply.description)
+                guard case let .array(pair) = item, pair.count == 2, let stream = pair[0].text else {
+                    throw .unexpectedReply(command: name, reply: reply.description)
                 }
-                byStream[name] = try Self.entries(pair[1], command: "XREAD")
+                byStream[stream] = try Self.entries(pair[1], command: name)
             }
-        default: throw .unexpectedReply(command: "XREAD", reply: reply.description)
+        default: throw .unexpectedReply(command: name, reply: reply.description)
         }
         return streams.map { ($0.stream, byStream[$0.stream] ?? []) }
     }

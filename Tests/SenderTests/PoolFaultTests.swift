@@ -256,14 +256,11 @@ final class GoAwayWithAnAnswerHeld: HTTP2RequestHandler, @unchecked Sendable {
 }
 
 @Suite(.serialized) struct GoAwayDrainTests {
-    /// One connection; a GOAWAY comes while an answer is held back. The draining connection keeps
-    /// the held stream until its deadline, and a replacement opens at once in its slot for the
-    /// rest: only the held push is lost. (The draining connection used to keep the slot until its
-    /// last answer, and every push queued behind it expired.) The draining one does not count as
-    /// up: `connectionsUp` never exceeds the pool's one connection, and a shutdown waits for both.
-    @Test func aDrainingConnectionWithAnAnswerHeldDoesNotHoldUpTheRest() throws {
-        let loop = EventLoop(name: "goaway-held-server")
-        let handler = GoAwayWithAnAnswerHeld()
+    /// Runs `body` with a pool of one connection of `streams` streams to a server answering with
+    /// `handler`, and a group of pushes whose deadline is `deadline` from now.
+    static func withServer(_ handler: HTTP2RequestHandler, streams: Int, deadline: Duration,
+                           _ body: (ConnectionPool, PushGroup) throws -> Void) throws {
+        let loop = EventLoop(name: "goaway-drain-server")
         let certificates = PoolFaultTests.certificates
         let server = try HTTP2Server(loop: loop, host: "127.0.0.1", port: 0,
                                      tls: try TLSConfiguration.server(certificateFile: certificates.certificate, keyFile: certificates.key),
@@ -271,25 +268,35 @@ final class GoAwayWithAnAnswerHeld: HTTP2RequestHandler, @unchecked Sendable {
         loop.execute { server.start() }
         let thread = loop.start()
         defer { loop.execute { server.stop() }; loop.stop(); thread.join() }
-
         var pool = PoolConfiguration(host: "127.0.0.1", port: server.port, tls: try TLSConfiguration.client(caFile: certificates.ca))
         pool.connections = 1
         pool.threads = 1
-        pool.streamsPerConnection = 20
-        let sender = ConnectionPool(configuration: pool)
+        pool.streamsPerConnection = streams
         let group = PushGroup(label: "x", headers: [("apns-push-type", "alert"), ("apns-topic", "com.example.eew")],
-                              body: Array(#"{"aps":{"alert":"hi"}}"#.utf8), deadline: MonotonicInstant.now() + .seconds(3),
+                              body: Array(#"{"aps":{"alert":"hi"}}"#.utf8), deadline: MonotonicInstant.now() + deadline,
                               resendUnknown: false)
-        let pushes = 2_000
-        sender.send((0..<pushes).map { PushJob(token: PoolFaultTests.token($0), group: group, id: UInt64($0)) })
-        var mostUp = 0
-        #expect(sender.waitUntilFinished(timeout: .seconds(20)) { _ in mostUp = max(mostUp, sender.connectionsUp) })
-        let counters = sender.statistics().counters
-        sender.shutdown()
-        #expect(counters[.delivered] + counters[.deliveredAfterRetry] == pushes - 1, "\(counters)")
-        #expect(counters[.unknown] + counters[.expired] == 1, "\(counters)")
-        #expect(handler.connections.load(ordering: .relaxed) == 2, "the first connection and its one replacement")
-        #expect(mostUp <= 1 && sender.connectionsUp == 0, "\(mostUp) up at most, \(sender.connectionsUp) after the shutdown")
+        try body(ConnectionPool(configuration: pool), group)
+    }
+
+    /// One connection; a GOAWAY comes while an answer is held back. The draining connection keeps
+    /// the held stream until its deadline, and a replacement opens at once in its slot for the
+    /// rest: only the held push is lost. (The draining connection used to keep the slot until its
+    /// last answer, and every push queued behind it expired.) The draining one does not count as
+    /// up: `connectionsUp` never exceeds the pool's one connection, and a shutdown waits for both.
+    @Test func aDrainingConnectionWithAnAnswerHeldDoesNotHoldUpTheRest() throws {
+        let handler = GoAwayWithAnAnswerHeld()
+        try Self.withServer(handler, streams: 20, deadline: .seconds(3)) { sender, group in
+            let pushes = 2_000
+            sender.send((0..<pushes).map { PushJob(token: PoolFaultTests.token($0), group: group, id: UInt64($0)) })
+            var mostUp = 0
+            #expect(sender.waitUntilFinished(timeout: .seconds(20)) { _ in mostUp = max(mostUp, sender.connectionsUp) })
+            let counters = sender.statistics().counters
+            sender.shutdown()
+            #expect(counters[.delivered] + counters[.deliveredAfterRetry] == pushes - 1, "\(counters)")
+            #expect(counters[.unknown] + counters[.expired] == 1, "\(counters)")
+            #expect(handler.connections.load(ordering: .relaxed) == 2, "the first connection and its one replacement")
+            #expect(mostUp <= 1 && sender.connectionsUp == 0, "\(mostUp) up at most, \(sender.connectionsUp) after the shutdown")
+        }
     }
 }
 
@@ -326,34 +333,19 @@ extension GoAwayDrainTests {
     /// answers does not pile up open connections. Every push still ends once, the held ones
     /// unknown or expired and the rest delivered.
     @Test func drainsAreBoundedInAStormOfGoAways() throws {
-        let loop = EventLoop(name: "goaway-storm-server")
         let handler = GoAwayStormWithAnswersHeld()
-        let certificates = PoolFaultTests.certificates
-        let server = try HTTP2Server(loop: loop, host: "127.0.0.1", port: 0,
-                                     tls: try TLSConfiguration.server(certificateFile: certificates.certificate, keyFile: certificates.key),
-                                     handler: handler)
-        loop.execute { server.start() }
-        let thread = loop.start()
-        defer { loop.execute { server.stop() }; loop.stop(); thread.join() }
-
-        var pool = PoolConfiguration(host: "127.0.0.1", port: server.port, tls: try TLSConfiguration.client(caFile: certificates.ca))
-        pool.connections = 1
-        pool.threads = 1
-        pool.streamsPerConnection = 10
-        let sender = ConnectionPool(configuration: pool)
-        let group = PushGroup(label: "x", headers: [("apns-push-type", "alert"), ("apns-topic", "com.example.eew")],
-                              body: Array(#"{"aps":{"alert":"hi"}}"#.utf8), deadline: MonotonicInstant.now() + .seconds(4),
-                              resendUnknown: false)
-        let pushes = 300
-        sender.send((0..<pushes).map { PushJob(token: PoolFaultTests.token($0), group: group, id: UInt64($0)) })
-        #expect(sender.waitUntilFinished(timeout: .seconds(20)))
-        let counters = sender.statistics().counters
-        sender.shutdown()
-        let connections = handler.requestsByConnection.withLock { $0.count }
-        let held = counters[.unknown] + counters[.expired]
-        #expect(connections > 20, "a storm: \(connections) connections")
-        #expect(held <= connections && counters[.delivered] + counters[.deliveredAfterRetry] + held == pushes, "\(counters)")
-        // One in the slot, 8 draining, and a close or two the server has not noticed yet.
-        #expect(handler.mostOpen.load(ordering: .relaxed) <= 11, "\(handler.mostOpen.load(ordering: .relaxed)) open at once")
+        try Self.withServer(handler, streams: 10, deadline: .seconds(4)) { sender, group in
+            let pushes = 300
+            sender.send((0..<pushes).map { PushJob(token: PoolFaultTests.token($0), group: group, id: UInt64($0)) })
+            #expect(sender.waitUntilFinished(timeout: .seconds(20)))
+            let counters = sender.statistics().counters
+            sender.shutdown()
+            let connections = handler.requestsByConnection.withLock { $0.count }
+            let held = counters[.unknown] + counters[.expired]
+            #expect(connections > 20, "a storm: \(connections) connections")
+            #expect(held <= connections && counters[.delivered] + counters[.deliveredAfterRetry] + held == pushes, "\(counters)")
+            // One in the slot, 8 draining, and a close or two the server has not noticed yet.
+            #expect(handler.mostOpen.load(ordering: .relaxed) <= 11, "\(handler.mostOpen.load(ordering: .relaxed)) open at once")
+        }
     }
 }
