@@ -76,15 +76,30 @@ extension Service {
         // A group with an auto channel creates its channel on first use: one node must do that, so
         // such an event is one shard (the node that takes it creates the channel for all of it).
         let count = event.groups.contains { $0.channel == .auto } ? 1 : shards
-        let answer: EventAcceptance
-        do {
-            answer = try cluster.api { connection throws(RedisError) in
+        let accept = { () throws(RedisError) -> EventAcceptance in
+            try cluster.api { connection throws(RedisError) in
                 try connection.acceptEvent(key: event.key, serial: event.serial, bodyHash: bodyHash, body: event.canonicalJSON, shards: count,
                                            node: cluster.node, now: TokenLineParser.realtimeMilliseconds())
             }
+        }
+        let answer: EventAcceptance
+        do {
+            answer = try accept()
         } catch {
-            if error.needsReconnect { return nil }
-            return .refused(status: 503, code: "cluster_unavailable", message: "the cluster's Redis refused the event: \(error.description)")
+            switch error {
+            case .connectFailed:
+                return nil  // never reached Redis: nothing was recorded there, so this node runs it
+            case .connectionLost:
+                // Sent, then the connection broke: Redis may have accepted it. Asking again on a new
+                // connection answers `same` if it did — and running it here as well could send it twice.
+                do { answer = try accept() } catch {
+                    return .refused(status: 503, code: "cluster_unavailable",
+                                    message: "the connection to the cluster's Redis broke while it took the event (\(error.description)); it may have been accepted: "
+                                        + "send the same event again (same key, serial and body) — it is sent at most once")
+                }
+            default:
+                return .refused(status: 503, code: "cluster_unavailable", message: "the cluster's Redis refused the event: \(error.description)")
+            }
         }
         let id = EventQueue.id(key: event.key, serial: event.serial)
         switch answer {

@@ -154,6 +154,28 @@ import Testing
         #expect(Self.pushesPerPhone(scenario).values.allSatisfy { $0 == 2 }, "each phone one start per event")
     }
 
+    @Test func anEventWhoseSubmissionLostRedisMidwayIsAskedForAgainAndThenSentOnce() throws {
+        let redis = try RedisServerFixture()
+        let scenario = try FanoutScenario()
+        try scenario.register(Self.phones(300))
+        let daemon = try Daemon(scenario, extra: Self.cluster(redis.port, node: "a"))
+        defer { _ = daemon.stop() }
+        #expect(daemon.curl("POST", "/v1/events", body: Self.start(key: "eew-before")).status == 202)
+        _ = try Self.waitForClusterEvent(daemon, "/v1/events/eew-before/1")
+
+        // Redis goes away after the node used it: the next submission's connection breaks after the
+        // event was sent to it — it may have been recorded, so the node must not run it on a guess.
+        redis.stop()
+        let unsure = daemon.curl("POST", "/v1/events", body: Self.start(key: "eew-after"))
+        #expect(unsure.status == 503 && unsure.body.contains("cluster_unavailable") && unsure.body.contains("send the same event again"), "\(unsure.body)")
+        // Asked again, Redis is known to be unreachable: the node runs it alone, once.
+        let again = daemon.curl("POST", "/v1/events", body: Self.start(key: "eew-after"))
+        #expect(again.status == 202 && !again.body.contains(#""cluster":true"#), "\(again.body)")
+        let status = try daemon.waitForEvent("/v1/events/eew-after/1")
+        #expect(status["report"]?["delivered"]?.int64Value == 300, "\(status)")
+        #expect(Self.pushesPerPhone(scenario).values.allSatisfy { $0 == 2 }, "each phone one start per event")
+    }
+
     @Test func withRedisDownAtStartANodeStillSendsWhatItIsGivenAndSaysItIsDegraded() throws {
         let scenario = try FanoutScenario()
         try scenario.register(Self.phones(300))
