@@ -37,7 +37,7 @@ public struct FanoutOptions: Sendable {
     public var shouldStop: (@Sendable () -> String?)?
     /// Called with every start checkpoint after the store has it, before the pushes it covers go
     /// out; a reason stops the run after the chunk under way. A cluster node copies a shard's
-    /// checkpoints to Redis this way (`ShardCheckpoints`): the node that takes the shard over
+    /// checkpoints to Redis this way (`ShardWorkers`): the node that takes the shard over
     /// resumes from there, and a node that cannot record them stops sending.
     public var checkpoint: (@Sendable (StartProgress) -> String?)?
 
