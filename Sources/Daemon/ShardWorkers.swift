@@ -144,6 +144,11 @@ final class ShardWorkers: @unchecked Sendable {
         if try link.run({ connection throws(RedisError) in try connection.finishShard(key: key, serial: serial, shard: index, fence: lease.token, report: report) }) {
             cluster.counters.shardsDone.add(1, ordering: .relaxed)
             try done()
+            release()
+            // A finished shard is never leased again (its report is in the ledger, so a claim is
+            // refused whatever token it brings): its fencing counter can go.
+            _ = try? link.run { connection throws(RedisError) in try connection.delete([Lease.fenceKey(name)]) }
+            return nil
         }
         release()
         return nil

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Cluster
 import JSONCore
 import RedisTestSupport
 import Simulator
@@ -110,6 +111,9 @@ import Testing
         let doneA = Self.metric(a, #"sokuho_cluster_shards_total{node="a",outcome="done"}"#) ?? -1
         let doneB = Self.metric(b, #"sokuho_cluster_shards_total{node="b",outcome="done"}"#) ?? -1
         #expect(doneA + doneB == 8 && doneA == byNode["a"] && doneB == byNode["b"], "metrics \(doneA) + \(doneB), ledger \(byNode)")
+        // Finished shards leave no lease or fencing counter behind in Redis.
+        let redisKeys = try nodes.redis.connect().command(["KEYS", "sokuho:lease:*"])
+        #expect(redisKeys == .array([]), "\(redisKeys)")
         // The cluster's answers are the documented ones.
         #expect(try Self.specProblems(a, "GET", "/v1/events/eew-cluster/1").isEmpty)
         #expect(try Self.specProblems(b, "GET", "/readyz").isEmpty)
