@@ -215,6 +215,9 @@ public final class Service: Sendable {
             return .refused(status: 422, code: "unknown_app",
                             message: "app: \(event.app.text) in \(event.environment.rawValue) is not configured on this daemon")
         }
+        do { try Fanout.checkPayloads(event) } catch {
+            return .refused(status: 400, code: "invalid_event", message: error.message)
+        }
         let hash = SHA256.hash(event.canonicalJSON)
         do {
             let records = try store.eventRecords(eventKey: event.key)

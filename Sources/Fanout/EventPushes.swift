@@ -79,3 +79,27 @@ struct EventPushes {
         return pushes
     }
 }
+
+extension Fanout {
+    /// Renders every push the event's own fields make (its starts, fallback alerts, updates, ends,
+    /// broadcasts) without sending any, so an event whose payload APNs would refuse — too large,
+    /// say — is refused when it is submitted (the daemon's 400), not after its 202. A widening
+    /// update's starts take an earlier serial's content, which is checked when it runs.
+    public static func checkPayloads(_ event: FanoutEvent) throws(FanoutError) {
+        var content: EventPushes.StartContent?
+        if let type = event.attributesType, let attributes = event.attributes, let alert = event.alert {
+            content = EventPushes.StartContent(attributesType: type, attributes: attributes, alert: alert)
+        }
+        let sink = DiscardingSink()
+        for group in event.groups {
+            _ = try EventPushes.render(event: event, group: group, channel: nil, startContent: content, timestamp: event.timestamp ?? 0,
+                                       expiration: .immediately, deadline: nil, sink: sink)
+        }
+    }
+}
+
+/// Where `checkPayloads`' never-sent pushes would report.
+private final class DiscardingSink: PushOutcomeSink {
+    func pushCompleted(_ push: CompletedPush) {}
+}
+
