@@ -20,9 +20,9 @@ extension ServeConfiguration {
         public var shards: Int = Cluster.defaultShards
         /// How long a shard's lease lasts without being extended. A node that dies (or loses Redis)
         /// holding a shard stops sending when its lease runs out; the others take the shard over then.
-        public var claimAfter: Duration = .seconds(15)
+        public var claimAfter: Duration = Cluster.defaultClaimAfter
         /// The registration stream is trimmed to about this many entries (XADD MAXLEN ~).
-        public var registrationStreamLength: Int = 1_000_000
+        public var registrationStreamLength: Int = Cluster.defaultStreamLength
 
         public init(redis: Endpoint, node: String) {
             self.redis = redis
@@ -30,6 +30,8 @@ extension ServeConfiguration {
         }
 
         public static let defaultShards = 8
+        public static let defaultClaimAfter: Duration = .seconds(15)
+        public static let defaultStreamLength = 1_000_000
         public static let shardsRange = 1...256
         public static let claimRange = 2...600
         public static let streamLengthRange = 1_000...100_000_000
@@ -61,8 +63,8 @@ enum ClusterReading {
         var passwordFile: String?
         var node: String?
         var shards = ServeConfiguration.Cluster.defaultShards
-        var claimAfter: Duration = .seconds(15)
-        var streamLength = 1_000_000
+        var claimAfter = ServeConfiguration.Cluster.defaultClaimAfter
+        var streamLength = ServeConfiguration.Cluster.defaultStreamLength
     }
 
     private static let members: [JSONMember<Draft>] = [

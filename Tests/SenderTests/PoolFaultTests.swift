@@ -197,30 +197,38 @@ final class GoAwayWithReason: HTTP2RequestHandler, @unchecked Sendable {
     }
 }
 
+/// Runs `body` with the port of an HTTP/2 server on loopback answering with `handler` (the
+/// shared test certificate), stopped when `body` returns.
+func withGoAwayServer<T>(_ handler: HTTP2RequestHandler, _ body: (Int) throws -> T) throws -> T {
+    let loop = EventLoop(name: "goaway-server")
+    let certificates = PoolFaultTests.certificates
+    let server = try HTTP2Server(loop: loop, host: "127.0.0.1", port: 0,
+                                 tls: try TLSConfiguration.server(certificateFile: certificates.certificate, keyFile: certificates.key),
+                                 handler: handler)
+    loop.execute { server.start() }
+    let thread = loop.start()
+    defer { loop.execute { server.stop() }; loop.stop(); thread.join() }
+    return try body(server.port)
+}
+
 @Suite(.serialized) struct GoAwayReasonTests {
     func run(reason: String, pushes: Int) throws -> (SenderCounters, Int, String?) {
-        let loop = EventLoop(name: "goaway-server")
         let handler = GoAwayWithReason(reason: reason)
-        let certificates = PoolFaultTests.certificates
-        let server = try HTTP2Server(loop: loop, host: "127.0.0.1", port: 0,
-                                     tls: try TLSConfiguration.server(certificateFile: certificates.certificate, keyFile: certificates.key),
-                                     handler: handler)
-        loop.execute { server.start() }
-        let thread = loop.start()
-        defer { loop.execute { server.stop() }; loop.stop(); thread.join() }
-
-        var pool = PoolConfiguration(host: "127.0.0.1", port: server.port, tls: try TLSConfiguration.client(caFile: certificates.ca))
-        pool.connections = 2
-        pool.threads = 1
-        pool.reconnectInitial = .nanoseconds(50_000_000)
-        let sender = ConnectionPool(configuration: pool)
-        defer { sender.shutdown() }
-        let group = PushGroup(label: "x", headers: [("apns-push-type", "alert"), ("apns-topic", "com.example.eew")],
-                              body: Array(#"{"aps":{"alert":"hi"}}"#.utf8), deadline: MonotonicInstant.now() + .nanoseconds(1_500_000_000),
-                              resendUnknown: false)
-        sender.send((0..<pushes).map { PushJob(token: PoolFaultTests.token($0), group: group, id: UInt64($0)) })
-        #expect(sender.waitUntilFinished(timeout: .nanoseconds(20_000_000_000)))
-        return (sender.statistics().counters, handler.connections.load(ordering: .relaxed), sender.haltMessage)
+        return try withGoAwayServer(handler) { port in
+            let certificates = PoolFaultTests.certificates
+            var pool = PoolConfiguration(host: "127.0.0.1", port: port, tls: try TLSConfiguration.client(caFile: certificates.ca))
+            pool.connections = 2
+            pool.threads = 1
+            pool.reconnectInitial = .nanoseconds(50_000_000)
+            let sender = ConnectionPool(configuration: pool)
+            defer { sender.shutdown() }
+            let group = PushGroup(label: "x", headers: [("apns-push-type", "alert"), ("apns-topic", "com.example.eew")],
+                                  body: Array(#"{"aps":{"alert":"hi"}}"#.utf8), deadline: MonotonicInstant.now() + .nanoseconds(1_500_000_000),
+                                  resendUnknown: false)
+            sender.send((0..<pushes).map { PushJob(token: PoolFaultTests.token($0), group: group, id: UInt64($0)) })
+            #expect(sender.waitUntilFinished(timeout: .nanoseconds(20_000_000_000)))
+            return (sender.statistics().counters, handler.connections.load(ordering: .relaxed), sender.haltMessage)
+        }
     }
 
     @Test func aGoAwayNamingBadCredentialsStopsThePool() throws {
@@ -260,22 +268,16 @@ final class GoAwayWithAnAnswerHeld: HTTP2RequestHandler, @unchecked Sendable {
     /// `handler`, and a group of pushes whose deadline is `deadline` from now.
     static func withServer(_ handler: HTTP2RequestHandler, streams: Int, deadline: Duration,
                            _ body: (ConnectionPool, PushGroup) throws -> Void) throws {
-        let loop = EventLoop(name: "goaway-drain-server")
-        let certificates = PoolFaultTests.certificates
-        let server = try HTTP2Server(loop: loop, host: "127.0.0.1", port: 0,
-                                     tls: try TLSConfiguration.server(certificateFile: certificates.certificate, keyFile: certificates.key),
-                                     handler: handler)
-        loop.execute { server.start() }
-        let thread = loop.start()
-        defer { loop.execute { server.stop() }; loop.stop(); thread.join() }
-        var pool = PoolConfiguration(host: "127.0.0.1", port: server.port, tls: try TLSConfiguration.client(caFile: certificates.ca))
-        pool.connections = 1
-        pool.threads = 1
-        pool.streamsPerConnection = streams
-        let group = PushGroup(label: "x", headers: [("apns-push-type", "alert"), ("apns-topic", "com.example.eew")],
-                              body: Array(#"{"aps":{"alert":"hi"}}"#.utf8), deadline: MonotonicInstant.now() + deadline,
-                              resendUnknown: false)
-        try body(ConnectionPool(configuration: pool), group)
+        try withGoAwayServer(handler) { port in
+            var pool = PoolConfiguration(host: "127.0.0.1", port: port, tls: try TLSConfiguration.client(caFile: PoolFaultTests.certificates.ca))
+            pool.connections = 1
+            pool.threads = 1
+            pool.streamsPerConnection = streams
+            let group = PushGroup(label: "x", headers: [("apns-push-type", "alert"), ("apns-topic", "com.example.eew")],
+                                  body: Array(#"{"aps":{"alert":"hi"}}"#.utf8), deadline: MonotonicInstant.now() + deadline,
+                                  resendUnknown: false)
+            try body(ConnectionPool(configuration: pool), group)
+        }
     }
 
     /// One connection; a GOAWAY comes while an answer is held back. The draining connection keeps

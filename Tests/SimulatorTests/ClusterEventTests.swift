@@ -49,12 +49,6 @@ import Testing
         startEvent(key: key, serial: serial, groups: [("region:0", 1, "Shaking")], channel: "null")
     }
 
-    /// A metric's value from `/metrics` (the first sample whose name and labels start so).
-    static func metric(_ daemon: Daemon, _ prefix: String) -> Int? {
-        let text = daemon.curl("GET", "/metrics").body
-        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) else { return nil }
-        return line.split(separator: " ").last.flatMap { Int($0) }
-    }
 
     /// Polls a cluster event on `daemon` until every shard has reported (or 60 s passed).
     static func waitForClusterEvent(_ daemon: Daemon, _ path: String, seconds: Double = 60) throws -> JSONValue {
@@ -108,8 +102,8 @@ import Testing
         let byNode = Dictionary(grouping: shards.compactMap { $0["node"]?.stringValue }, by: { $0 }).mapValues(\.count)
         #expect(byNode.values.reduce(0, +) == 8, "\(byNode)")
         #expect((byNode["a"] ?? 0) >= 1 && (byNode["b"] ?? 0) >= 1, "both nodes took shards: \(byNode)")
-        let doneA = Self.metric(a, #"sokuho_cluster_shards_total{node="a",outcome="done"}"#) ?? -1
-        let doneB = Self.metric(b, #"sokuho_cluster_shards_total{node="b",outcome="done"}"#) ?? -1
+        let doneA = a.metric(#"sokuho_cluster_shards_total{node="a",outcome="done"}"#) ?? -1
+        let doneB = b.metric(#"sokuho_cluster_shards_total{node="b",outcome="done"}"#) ?? -1
         #expect(doneA + doneB == 8 && doneA == byNode["a"] && doneB == byNode["b"], "metrics \(doneA) + \(doneB), ledger \(byNode)")
         // Finished shards leave no lease or fencing counter behind in Redis.
         let redisKeys = try nodes.redis.connect().command(["KEYS", "sokuho:lease:*"])
@@ -197,8 +191,8 @@ import Testing
         let ready = try JSONParser.parse(daemon.curl("GET", "/readyz").body)
         #expect(ready["cluster"]?["degraded"]?.boolValue == true, "\(ready)")
         #expect(ready["cluster"]?["problem"]?.stringValue?.contains("127.0.0.1:\(nobody)") == true, "\(ready)")
-        #expect(Self.metric(daemon, #"sokuho_cluster_connected{node="alone"}"#) == 0)
-        #expect(Self.metric(daemon, #"sokuho_cluster_events_alone_total{node="alone"}"#) == 1)
+        #expect(daemon.metric(#"sokuho_cluster_connected{node="alone"}"#) == 0)
+        #expect(daemon.metric(#"sokuho_cluster_events_alone_total{node="alone"}"#) == 1)
         #expect(try Self.specProblems(daemon, "GET", "/readyz").isEmpty)
     }
 }
@@ -246,7 +240,7 @@ import Testing
         let status = try ClusterEventTests.waitForClusterEvent(b, "/v1/events/eew-kill/1", seconds: 90)
         let shards = status["shards"]?.arrayValue ?? []
         #expect(shards.allSatisfy { $0["state"]?.stringValue == "done" }, "\(status)")
-        #expect((ClusterEventTests.metric(b, #"sokuho_cluster_shards_total{node="b",outcome="taken_over"}"#) ?? 0) >= 1)
+        #expect((b.metric(#"sokuho_cluster_shards_total{node="b",outcome="taken_over"}"#) ?? 0) >= 1)
         let (missed, doubled, _) = Self.coverage([scenario])
         // Unknown starts (handed out by the dead node, unanswered) are reported, not resent: a
         // phone may have missed its start, or got it — bounded by the dead node's window either way.
@@ -256,7 +250,7 @@ import Testing
         let unknown = Int(status["report"]?["unknown"]?.int64Value ?? -1)
         #expect(unknown >= missed, "report: \(unknown) unknown, simulator: \(missed) phones without a start")
         print("killed node: unknown \(unknown); ", terminator: "")
-        print("killed node: missed \(missed), doubled \(doubled), taken over \(ClusterEventTests.metric(b, #"sokuho_cluster_shards_total{node="b",outcome="taken_over"}"#) ?? -1)")
+        print("killed node: missed \(missed), doubled \(doubled), taken over \(b.metric(#"sokuho_cluster_shards_total{node="b",outcome="taken_over"}"#) ?? -1)")
     }
 
     @Test func aRedisRestartedMidEventLosesNoPhoneAndDoublesNone() throws {
@@ -298,7 +292,7 @@ import Testing
         // A stops handing out pushes once its lease went unextended for two thirds of it (2 s).
         var abandonedAt: Double?
         while now() < cutAt + 15 {
-            if (ClusterEventTests.metric(a, #"sokuho_cluster_shards_total{node="a",outcome="abandoned"}"#) ?? 0) >= 1 { abandonedAt = now(); break }
+            if (a.metric(#"sokuho_cluster_shards_total{node="a",outcome="abandoned"}"#) ?? 0) >= 1 { abandonedAt = now(); break }
             usleep(50_000)
         }
         #expect(abandonedAt != nil, "node a kept its shards while cut off")

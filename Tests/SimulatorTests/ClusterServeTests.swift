@@ -42,15 +42,6 @@ import TokenStore
         return condition()
     }
 
-    /// One sample of `/metrics` (a family without labels).
-    static func metric(_ daemon: Daemon, _ name: String) -> Int? {
-        let text = daemon.curl("GET", "/metrics", admin: false).body
-        // With or without labels (`sokuho_cluster_connected{node="a"}`).
-        for line in text.split(separator: "\n") where line.hasPrefix(name + " ") || line.hasPrefix(name + "{") {
-            return Int(line.split(separator: " ").last ?? "")
-        }
-        return nil
-    }
 
     static func register(_ daemon: Daemon, _ range: Range<Int>, in directory: String) -> [Substring] {
         daemon.postMany("/v1/installations", range.map { ServeTests.registration("phone-\($0)", pushToStart: FanoutScenario.token($0)) },
@@ -85,14 +76,14 @@ import TokenStore
         #expect(Self.eventually { Self.installations(a) == 200 }, "node a has \(String(describing: Self.installations(a)))")
         #expect(a.curl("PUT", "/v1/installations/\(id)", body: moved, admin: false, headers: ["Authorization: Installation \(secret)"]).status == 404)
 
-        #expect(Self.metric(a, "sokuho_cluster_connected") == 1)
-        #expect((Self.metric(a, "sokuho_cluster_replication_published_total") ?? 0) > 0)
-        #expect((Self.metric(b, "sokuho_cluster_replication_applied_total") ?? 0) > 0)
-        #expect(Self.eventually { (Self.metric(a, "sokuho_cluster_replication_own_skipped_total") ?? 0) > 0 }, "a reads its own entries back and skips them")
-        #expect((Self.metric(a, "sokuho_cluster_replication_applied_total") ?? 0) >= 2, "b's update and removal")
-        #expect(Self.eventually { Self.metric(a, "sokuho_cluster_replication_outbox") == 0 && Self.metric(b, "sokuho_cluster_replication_outbox") == 0 })
-        #expect(Self.metric(a, "sokuho_cluster_replication_behind") == 0 && Self.metric(b, "sokuho_cluster_replication_behind") == 0)
-        #expect(Self.metric(a, "sokuho_cluster_replication_bad_entries_total") == 0)
+        #expect(a.metric("sokuho_cluster_connected") == 1)
+        #expect((a.metric("sokuho_cluster_replication_published_total") ?? 0) > 0)
+        #expect((b.metric("sokuho_cluster_replication_applied_total") ?? 0) > 0)
+        #expect(Self.eventually { (a.metric("sokuho_cluster_replication_own_skipped_total") ?? 0) > 0 }, "a reads its own entries back and skips them")
+        #expect((a.metric("sokuho_cluster_replication_applied_total") ?? 0) >= 2, "b's update and removal")
+        #expect(Self.eventually { a.metric("sokuho_cluster_replication_outbox") == 0 && b.metric("sokuho_cluster_replication_outbox") == 0 })
+        #expect(a.metric("sokuho_cluster_replication_behind") == 0 && b.metric("sokuho_cluster_replication_behind") == 0)
+        #expect(a.metric("sokuho_cluster_replication_bad_entries_total") == 0)
         let readyz = b.exchange("GET", "/readyz", admin: false)
         let spec = try OpenAPISpec()
         let problems = spec.problems(try #require(spec.operation("GET", "/readyz")), status: readyz.status, headers: readyz.headers, body: readyz.body)
@@ -115,7 +106,7 @@ import TokenStore
         #expect(b.stop() == 0)
 
         #expect(Self.register(a, 20..<50, in: scenario.directory).allSatisfy { $0 == "201" })
-        #expect(Self.eventually { Self.metric(a, "sokuho_cluster_replication_outbox") == 0 }, "a published them all")
+        #expect(Self.eventually { a.metric("sokuho_cluster_replication_outbox") == 0 }, "a published them all")
         let redisClient = try redis.connect()
         let total = try redisClient.length(of: ClusterKeys.registrations)
         let stopped = try TokenStore(directory: storeB, options: TokenStore.Options(readOnly: true)).replicationStatus()
@@ -127,7 +118,7 @@ import TokenStore
         defer { _ = b.stop() }
         #expect(Self.eventually { Self.installations(b) == 50 })
         // Exactly the entries after its applied id, none from before it.
-        #expect(Self.metric(b, "sokuho_cluster_replication_applied_total") == missed)
+        #expect(b.metric("sokuho_cluster_replication_applied_total") == missed)
     }
 
     @Test func aNodeStartsWithoutRedisAndPublishesWhatItTookOnceRedisIsUp() throws {
@@ -139,8 +130,8 @@ import TokenStore
         defer { _ = a.stop() }
         // Registrations are the local store's business: they answer 201 with Redis down.
         #expect(Self.register(a, 0..<30, in: scenario.directory).allSatisfy { $0 == "201" })
-        #expect(Self.metric(a, "sokuho_cluster_connected") == 0)
-        #expect((Self.metric(a, "sokuho_cluster_replication_outbox") ?? 0) > 0)
+        #expect(a.metric("sokuho_cluster_connected") == 0)
+        #expect((a.metric("sokuho_cluster_replication_outbox") ?? 0) > 0)
         let downz = a.exchange("GET", "/readyz", admin: false)
         let spec = try OpenAPISpec()
         let problems = spec.problems(try #require(spec.operation("GET", "/readyz")), status: downz.status, headers: downz.headers, body: downz.body)
@@ -153,8 +144,8 @@ import TokenStore
         let b = try Daemon(scenario, extra: Self.cluster(redis, node: "b"), store: scenario.directory + "/store-b")
         defer { _ = b.stop() }
         #expect(Self.eventually { Self.installations(b) == 30 }, "node b has \(String(describing: Self.installations(b)))")
-        #expect(Self.eventually { Self.metric(a, "sokuho_cluster_replication_outbox") == 0 })
-        #expect(Self.metric(a, "sokuho_cluster_connected") == 1)
+        #expect(Self.eventually { a.metric("sokuho_cluster_replication_outbox") == 0 })
+        #expect(a.metric("sokuho_cluster_connected") == 1)
     }
 
     @Test func aStoreRestoredFromABackupCatchesUpFromTheIDItCarries() throws {
@@ -173,7 +164,7 @@ import TokenStore
         #expect(made.status == 0, "\(made.err)")
         #expect(b.stop() == 0)
         #expect(Self.register(a, 20..<35, in: scenario.directory).allSatisfy { $0 == "201" })
-        #expect(Self.eventually { Self.metric(a, "sokuho_cluster_replication_outbox") == 0 }, "a published them all")
+        #expect(Self.eventually { a.metric("sokuho_cluster_replication_outbox") == 0 }, "a published them all")
         let carried = try TokenStore(directory: backup, options: TokenStore.Options(readOnly: true)).replicationStatus()
         let carriedID = try #require(carried.applied.flatMap(StreamID.init))
         let newer = try redis.connect().range(of: ClusterKeys.registrations, from: "(\(carriedID)").count
@@ -185,8 +176,8 @@ import TokenStore
         let c = try Daemon(scenario, extra: Self.cluster(redis, node: "c"), store: storeC)
         defer { _ = c.stop() }
         #expect(Self.eventually { Self.installations(c) == 35 })
-        #expect(Self.metric(c, "sokuho_cluster_replication_applied_total") == newer)
-        #expect(Self.metric(c, "sokuho_cluster_replication_behind") == 0)
+        #expect(c.metric("sokuho_cluster_replication_applied_total") == newer)
+        #expect(c.metric("sokuho_cluster_replication_behind") == 0)
     }
 
     @Test func aNodeThatFellBehindTheTrimSaysSoUntilAPeersBackupReplacesItsStore() throws {
@@ -204,12 +195,12 @@ import TokenStore
 
         // One request after another: about one stream entry each, well past the trim.
         #expect(Self.register(a, 5..<1_505, in: scenario.directory).allSatisfy { $0 == "201" })
-        #expect(Self.eventually(60) { Self.metric(a, "sokuho_cluster_replication_outbox") == 0 }, "a published them all")
+        #expect(Self.eventually(60) { a.metric("sokuho_cluster_replication_outbox") == 0 }, "a published them all")
         let head = try #require(try redis.connect().head(of: ClusterKeys.registrations))
         #expect((head.entriesAdded ?? 0) > head.length, "the stream was trimmed: \(head)")
 
         b = try Daemon(scenario, extra: Self.cluster(redis, node: "b", streamLength: 1_000), store: storeB)
-        #expect(Self.eventually { Self.metric(b, "sokuho_cluster_replication_behind") == 1 })
+        #expect(Self.eventually { b.metric("sokuho_cluster_replication_behind") == 1 })
         #expect(Self.clusterReadiness(b)?["behind"]?.stringValue?.contains("trimmed") == true, "\(String(describing: Self.clusterReadiness(b)))")
         // It carries on with what is left: everything up to the stream's last entry, not the trimmed ones.
         #expect(Self.eventually { Self.clusterReadiness(b)?["applied"]?.stringValue == head.lastGenerated.description })
@@ -221,13 +212,13 @@ import TokenStore
 
         // A new node with an empty store joining after the trim is behind as well: it must start from a backup.
         let c = try Daemon(scenario, extra: Self.cluster(redis, node: "c", streamLength: 1_000), store: scenario.directory + "/store-c")
-        #expect(Self.eventually { Self.metric(c, "sokuho_cluster_replication_behind") == 1 })
+        #expect(Self.eventually { c.metric("sokuho_cluster_replication_behind") == 1 })
         #expect(Self.clusterReadiness(c)?["behind"]?.stringValue?.contains("before this node read any") == true)
         #expect(c.stop() == 0)
 
         // A restart does not hide it: the store remembers.
         b = try Daemon(scenario, extra: Self.cluster(redis, node: "b", streamLength: 1_000), store: storeB)
-        #expect(Self.eventually { Self.metric(b, "sokuho_cluster_replication_behind") == 1 })
+        #expect(Self.eventually { b.metric("sokuho_cluster_replication_behind") == 1 })
         #expect(b.stop() == 0)
 
         // The fix: a peer's backup (hot), restored here; it carries a's applied id, past the trim.
@@ -241,9 +232,9 @@ import TokenStore
         b = try Daemon(scenario, extra: Self.cluster(redis, node: "b", streamLength: 1_000), store: storeB)
         defer { _ = b.stop() }
         #expect(Self.installations(b) == 1_505)
-        #expect(Self.metric(b, "sokuho_cluster_replication_behind") == 0)
+        #expect(b.metric("sokuho_cluster_replication_behind") == 0)
         sleep(milliseconds: 1_500) // past a gap check and a read or two
-        #expect(Self.metric(b, "sokuho_cluster_replication_behind") == 0 && Self.clusterReadiness(b)?["behind"] == .null)
+        #expect(b.metric("sokuho_cluster_replication_behind") == 0 && Self.clusterReadiness(b)?["behind"] == .null)
     }
 
     @Test func registrationsAnsweredJustBeforeAKillReachTheOtherNodeAfterTheRestart() throws {
@@ -262,6 +253,6 @@ import TokenStore
         a = try Daemon(scenario, extra: Self.cluster(redis, node: "a"))
         defer { _ = a.stop() }
         #expect(Self.eventually { Self.installations(b) == 40 }, "node b has \(String(describing: Self.installations(b)))")
-        #expect(Self.eventually { Self.metric(a, "sokuho_cluster_replication_outbox") == 0 })
+        #expect(Self.eventually { a.metric("sokuho_cluster_replication_outbox") == 0 })
     }
 }

@@ -107,6 +107,15 @@ import Testing
             return run.out.split(separator: "\n")
         }
 
+        /// The value of the first `/metrics` sample named `sample`: a whole sample
+        /// (`sokuho_cluster_shards_total{node="a",outcome="done"}`), or a family name, which also
+        /// matches its first labelled sample.
+        func metric(_ sample: String) -> Int? {
+            let text = curl("GET", "/metrics", admin: false).body
+            guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(sample + " ") || $0.hasPrefix(sample + "{") }) else { return nil }
+            return line.split(separator: " ").last.flatMap { Int($0) }
+        }
+
         /// Polls an event until it is no longer queued or running.
         func waitForEvent(_ path: String) throws -> JSONValue {
             for _ in 0..<200 {
