@@ -77,10 +77,12 @@ import Testing
     }
 
     /// Every attempt refused: `send` retries the 429 with back-off (0.5–1 s, then 1–2 s) until the
-    /// next retry would land after `--timeout`, then reports the last refusal.
+    /// next retry would land after `--timeout`, then reports the last refusal. 3 s: the third attempt
+    /// (at 1.5–3 s) is made, a fourth (3.5 s or later) is not — and a box busy with the other suites
+    /// has a second more for the first connection (at 2 s a loaded run once saw no answer at all).
     @Test func anInjectedFaultIsAnsweredLikeAPNs() throws {
         try withSimulator({ $0.faults = [("TooManyRequests", 1)] }) { sim in
-            let run = sim.run(["send", "--token", deviceToken("73"), "--payload", payload, "--push-type", "liveactivity", "--timeout", "2"])
+            let run = sim.run(["send", "--token", deviceToken("73"), "--payload", payload, "--push-type", "liveactivity", "--timeout", "3"])
             #expect(run.code == .refused, "\(run)")
             #expect(run.out.hasPrefix("status 429"), "\(run)")
             #expect(run.err.contains("TooManyRequests: a temporary refusal"), "\(run)")
