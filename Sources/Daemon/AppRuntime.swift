@@ -12,7 +12,8 @@ final class AppRuntime: Sendable {
     let app: ServeConfiguration.App
     let pool: ConnectionPool
     let tokens: ProviderTokenSource
-    /// Channel management on the channel host (the API's `/v1/channels`, the credential check).
+    /// Channel management on the channel host, on one kept connection (the API's `/v1/channels`,
+    /// the credential check, every `"channel":"auto"` event of this app).
     let channels: ChannelClient
     /// The last credential check's result; nil before the first.
     let credentialCheck = Mutex<CredentialCheck?>(nil)
@@ -49,13 +50,17 @@ final class AppRuntime: Sendable {
         // A daemon outlives outages: an unreachable APNs at boot (a Pi whose network comes up
         // late) is retried with back-off, never a permanent halt; events wait until their deadlines.
         pool.failFastAfterAttempts = .max
-        self.pool = ConnectionPool(configuration: pool)
+        do { self.pool = try ConnectionPool(configuration: pool) } catch {
+            throw ServiceError("apps \(app.bundleID.text) (\(app.environment.rawValue)): cannot start its connection pool: \(error)")
+        }
         var options = FanoutOptions(pool: pool, push: ClientConnectionOptions(host: push.host, port: push.port, tls: tls),
                                     manage: ClientConnectionOptions(host: manage.host, port: manage.port, tls: tls))
         options.sharedPool = self.pool
         options.startLimit = configuration.startLimit
         options.startWindow = configuration.startWindow
-        channels = ChannelClient(bundle: app.bundleID, push: options.push, manage: options.manage, tokens: tokens, timeout: .seconds(30))
+        channels = ChannelClient(bundle: app.bundleID, manage: options.manage, tokens: tokens, timeout: .seconds(30),
+                                 keepalive: configuration.keepalive)
+        options.channels = channels
         self.options = Mutex(options)
     }
 
@@ -84,7 +89,10 @@ final class AppRuntime: Sendable {
         }
     }
 
-    func shutdown() { pool.shutdown() }
+    func shutdown() {
+        channels.shutdown()
+        pool.shutdown()
+    }
 }
 
 /// The daemon could not start (or reload) with this configuration; the message names what.

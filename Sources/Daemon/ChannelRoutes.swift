@@ -9,25 +9,23 @@ import JSONCore
 /// - `GET /v1/channels?app=…&environment=…`: the app's channels.
 /// - `POST /v1/channels` with `{"app","environment","storagePolicy"}`: 201 with the new channel.
 /// - `DELETE /v1/channels/{id}?app=…&environment=…`: a channel already gone counts as deleted.
-/// Each is a request to APNs' channel host that may take seconds, so it runs on a thread of its
-/// own and answers `.deferred`; at most `maximumInFlight` at once (an API client in a loop must not
-/// turn into hundreds of threads).
+/// Each is a request to APNs' channel host that may take seconds: it goes on the app's kept
+/// channel-host connection (`ChannelClient`) and answers `.deferred` when APNs has — no thread and
+/// no connection per request, and the API thread never waits. Per app, 4 are on the wire at once
+/// and up to 64 wait; past that 429 with Retry-After (an API client in a loop must not pile up).
 extension Router {
     static let channelsPath = "/v1/channels"
-    static let maximumChannelRequestsInFlight = 4
 
     /// The answer for a channel route, or nil when the path is not one. The caller checked the admin token.
     func channelAnswer(_ request: HTTPRequest, service: Service) -> HTTPAnswer? {
-        let operation: @Sendable (AppRuntime) throws(FanoutError) -> HTTPResponse
-        let runtime: AppRuntime
         switch request.method {
         case "GET" where request.path == Self.channelsPath:
+            let runtime: AppRuntime
             switch Self.queryApp(request, service: service) {
             case let .failure(refusal): return refusal.answer
             case let .success(found): runtime = found
             }
-            operation = { runtime throws(FanoutError) in
-                let ids = try runtime.channels.list()
+            return Self.deferred { done in runtime.channels.list { done($0.map { ids in
                 var writer = JSONWriter()
                 writer.beginObject()
                 writer.key("app"); writer.string(runtime.app.bundleID.text)
@@ -35,9 +33,10 @@ extension Router {
                 writer.key("channels"); writer.beginArray(); for id in ids { writer.string(id.text) }; writer.endArray()
                 writer.endObject()
                 return .json(writer.bytes)
-            }
+            }) } }
         case "POST" where request.path == Self.channelsPath:
             let policy: MessageStoragePolicy
+            let runtime: AppRuntime
             do {
                 var fields = try EventFields(json: request.body, root: "body")
                 let app = try fields.required("app") { (value, field) throws(EventError) in try Self.bundle(value.stringValue, field: field) }
@@ -56,8 +55,7 @@ extension Router {
             } catch {
                 return .response(.error(status: 400, code: "invalid_body", message: error.description))
             }
-            operation = { runtime throws(FanoutError) in
-                let id = try runtime.channels.create(count: 1, policy: policy)[0]
+            return Self.deferred { done in runtime.channels.create(policy: policy) { done($0.map { id in
                 var writer = JSONWriter()
                 writer.beginObject()
                 writer.key("channel"); writer.string(id.text)
@@ -66,18 +64,18 @@ extension Router {
                 var response = HTTPResponse.json(status: 201, writer.bytes)
                 response.headers.append(("Location", Self.channelURL(id, runtime)))
                 return response
-            }
+            }) } }
         case "DELETE" where request.path.hasPrefix(Self.channelsPath + "/"):
             let id: ChannelID
             do throws(ValidationError) { id = try ChannelID(String(request.path.dropFirst(Self.channelsPath.count + 1))) } catch {
                 return .response(.error(status: 404, code: "not_found", message: "channelId: \(error.message)"))
             }
+            let runtime: AppRuntime
             switch Self.queryApp(request, service: service) {
             case let .failure(refusal): return refusal.answer
             case let .success(found): runtime = found
             }
-            operation = { runtime throws(FanoutError) in
-                let alreadyDeleted = try runtime.channels.delete(id)
+            return Self.deferred { done in runtime.channels.delete(id) { done($0.map { alreadyDeleted in
                 var writer = JSONWriter()
                 writer.beginObject()
                 writer.key("channel"); writer.string(id.text)
@@ -85,34 +83,39 @@ extension Router {
                 writer.key("alreadyDeleted"); writer.bool(alreadyDeleted)
                 writer.endObject()
                 return .json(writer.bytes)
-            }
+            }) } }
         default:
             guard request.path == Self.channelsPath || request.path.hasPrefix(Self.channelsPath + "/") else { return nil }
             return .response(.error(status: 404, code: "not_found", message: "no such route: \(request.method) \(request.path)"))
         }
-        return Self.perform(operation, runtime: runtime, service: service)
     }
 
-    /// Runs `operation` on its own thread and answers from there.
-    private static func perform(_ operation: @escaping @Sendable (AppRuntime) throws(FanoutError) -> HTTPResponse, runtime: AppRuntime,
-                                service: Service) -> HTTPAnswer {
-        guard service.channelRequests.add(1, ordering: .relaxed).newValue <= maximumChannelRequestsInFlight else {
-            service.channelRequests.subtract(1, ordering: .relaxed)
-            var response = HTTPResponse.error(status: 429, code: "too_many_channel_requests",
-                                              message: "\(maximumChannelRequestsInFlight) channel requests are already waiting for APNs; retry after the Retry-After seconds")
-            response.headers.append(("Retry-After", "1"))
-            return .response(response)
-        }
-        return .deferred { [service] responder in
-            OSThread.startDetached(name: "sokuho-channel") {
-                defer { service.channelRequests.subtract(1, ordering: .relaxed) }
-                do throws(FanoutError) { responder.respond(try operation(runtime)) } catch {
-                    switch error.kind {
-                    case .refused: responder.respond(.error(status: 502, code: "apns_refused", message: error.message))
-                    default: responder.respond(.error(status: 503, code: "apns_unavailable", message: error.message))
-                    }
+    /// Answers later with what the channel call hands to `done` (on a loop thread of the app's
+    /// channel connection, or at once when the call is refused).
+    private static func deferred(_ start: @escaping @Sendable (_ done: @escaping @Sendable (Result<HTTPResponse, FanoutError>) -> Void) -> Void)
+        -> HTTPAnswer {
+        .deferred { responder in
+            start { result in
+                switch result {
+                case let .success(response): responder.respond(response)
+                case let .failure(error): responder.respond(refusal(error))
                 }
             }
+        }
+    }
+
+    /// APNs' refusal is 502, too many waiting 429, no answer 503.
+    private static func refusal(_ error: FanoutError) -> HTTPResponse {
+        switch error.kind {
+        case .refused:
+            return .error(status: 502, code: "apns_refused", message: error.message)
+        case .busy:
+            var response = HTTPResponse.error(status: 429, code: "too_many_channel_requests",
+                                              message: "\(error.message); retry after the Retry-After seconds")
+            response.headers.append(("Retry-After", "1"))
+            return response
+        default:
+            return .error(status: 503, code: "apns_unavailable", message: error.message)
         }
     }
 

@@ -40,8 +40,6 @@ public final class Service: Sendable {
     var rateLimiter: RateLimiter? { limiter.withLock { $0 } }
     private let server: Mutex<HTTPServer?> = Mutex(nil)
     let credentialChecker: Mutex<PeriodicThread?> = Mutex(nil)
-    /// Channel requests of the API under way (each holds a thread while APNs answers).
-    let channelRequests = Atomic<Int>(0)
     /// Installation ids whose first registration is being written (see `Router.register`).
     let registering = Mutex<Set<String>>([])
     /// The bound API ports, in the order of `configuration.listen` (port 0 becomes the picked one).

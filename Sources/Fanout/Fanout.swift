@@ -13,6 +13,9 @@ public struct FanoutOptions: Sendable {
     /// channel create/read/delete).
     public var push: ClientConnectionOptions
     public var manage: ClientConnectionOptions
+    /// The app's kept channel-host connection (the daemon's, shared by its events and routes);
+    /// nil: the run opens one from `manage` when it needs it and closes it at the end.
+    public var channels: ChannelClient?
     /// The push-to-start budget: a phone that got `startLimit` starts from other events within
     /// `startWindow` gets no more (nil: no limit).
     public var startLimit: Int? = 8
@@ -105,8 +108,9 @@ public enum Fanout {
             throw FanoutError(.invalidEvent, "expiration: \(error.message)")
         }
 
-        let channels = ChannelClient(bundle: event.app, push: options.push, manage: options.manage, tokens: options.pool.providerTokens,
-                                     timeout: .seconds(30))
+        let channels = options.channels ?? ChannelClient(bundle: event.app, manage: options.manage, tokens: options.pool.providerTokens,
+                                                         timeout: .seconds(30))
+        defer { if options.channels == nil { channels.shutdown() } }
         var plans = try planStarts(event, records: records.starts)
         let startContent = try self.startContent(event, needed: !plans.isEmpty, serials: records.serials, store: store)
         if startContent == nil { plans = [] }  // an update of activities started on the phones (train-follow): no starts
@@ -145,7 +149,9 @@ public enum Fanout {
         } else {
             var configuration = options.pool
             configuration.keepsResponseIDs = options.logPath != nil
-            pool = ConnectionPool(configuration: configuration)
+            do { pool = try ConnectionPool(configuration: configuration) } catch {
+                throw FanoutError(.unavailable, "cannot start the connection pool: \(error)")
+            }
         }
         defer { if options.sharedPool == nil { pool.shutdown() } }
 
@@ -161,7 +167,7 @@ public enum Fanout {
         // Updates and ends: one broadcast per distinct channel (iOS 18; in a cluster by the
         // event's first shard alone), then every activity update token of the event (iOS 17).
         if event.kind != .start {
-            if (event.shard?.index ?? 0) == 0 { try broadcast(event, pushes: pushes, channels: channelIDs, client: channels, sink: sink, store: store) }
+            if (event.shard?.index ?? 0) == 0 { try broadcast(event, pushes: pushes, channels: channelIDs, pool: pool, sink: sink) }
             try sendToActivities(event, pushes: pushes, slots: updateSlots, store: store, pool: pool, urgent: options.urgent, sink: sink)
         }
 
@@ -382,9 +388,10 @@ public enum Fanout {
 
     // MARK: Updates and ends
 
-    /// One broadcast per distinct channel of the event's groups.
+    /// One broadcast per distinct channel of the event's groups, on the event's pool (broadcasts
+    /// are pushes: the daemon sends them on the app's warm connections).
     static func broadcast(_ event: FanoutEvent, pushes: [EventPushes], channels: [Int: (id: ChannelID, policy: MessageStoragePolicy)],
-                          client: ChannelClient, sink: FanoutSink, store: TokenStore) throws(FanoutError) {
+                          pool: ConnectionPool, sink: FanoutSink) throws(FanoutError) {
         var seen: Set<ChannelID> = []
         var requests: [BroadcastRequest] = []
         for group in event.groups {
@@ -399,7 +406,7 @@ public enum Fanout {
             }
         }
         sink.lock.withLock { if sink.firstPush == nil && !requests.isEmpty { sink.firstPush = MonotonicInstant.now() } }
-        let answers = try client.broadcast(requests)
+        let answers = try ChannelClient.broadcast(requests, on: pool, timeout: .seconds(30))
         sink.lock.withLock {
             sink.report.broadcasts += answers.count
             sink.report.targets += answers.count

@@ -12,6 +12,8 @@ public struct FanoutError: Error, Sendable, CustomStringConvertible {
         case refused
         /// The credentials or the event's environment/topic are wrong (the circuit breaker).
         case config
+        /// Too many requests are already waiting (the channel host's queue of an app): try later.
+        case busy
     }
 
     public let kind: Kind

@@ -45,13 +45,16 @@ public final class EventLoop: @unchecked Sendable {
     /// can tell sleeping from spinning.
     public let turns = Atomic<Int>(0)
 
-    public init(name: String = "sokuho-loop") {
+    /// Throws when the process is out of descriptors (EMFILE, ENFILE) or kernel memory: a loop
+    /// costs two (its epoll and its eventfd), and running out must refuse the work that asked for
+    /// one, never stop the daemon.
+    public init(name: String = "sokuho-loop") throws(TransportError) {
         self.name = name
-        epoll = FileDescriptor(adopting: Syscall.mustSucceed("epoll_create1") { epoll_create1(Int32(EPOLL_CLOEXEC)) })
-        wakeDescriptor = FileDescriptor(adopting: Syscall.mustSucceed("eventfd") { eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC)) })
+        epoll = FileDescriptor(adopting: try Syscall.check("epoll_create1") { epoll_create1(Int32(EPOLL_CLOEXEC)) })
+        wakeDescriptor = FileDescriptor(adopting: try Syscall.check("eventfd") { eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC)) })
         var event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(u64: 0))
         let (epollFD, wakeFD) = (epoll.rawValue, wakeDescriptor.rawValue)
-        Syscall.mustSucceed("epoll_ctl(ADD eventfd)") { epoll_ctl(epollFD, EPOLL_CTL_ADD, wakeFD, &event) }
+        try Syscall.check("epoll_ctl(ADD eventfd)") { epoll_ctl(epollFD, EPOLL_CTL_ADD, wakeFD, &event) }
     }
 
     /// Whether the caller runs on this loop's thread.
@@ -121,6 +124,14 @@ public final class EventLoop: @unchecked Sendable {
         while !stopping.load(ordering: .acquiring) { turn(&events) }
         // Run what was handed over last, so nothing handed to a stopping loop is silently dropped.
         for work in pending.withLock({ queue -> [@Sendable () -> Void] in defer { queue.removeAll() }; return queue }) { work() }
+        // A stopped loop lets go of its sources and timers. A source holds its loop, so keeping them
+        // kept both alive for ever, with the loop's epoll and eventfd: every one-off pool leaked two
+        // descriptors and its buffers until the daemon ran out (issue 21).
+        drivers.removeAll()
+        sockets.removeAll()
+        registrations.removeAll()
+        registrationOf.removeAll()
+        timers.removeAll()
     }
 
     /// Runs the loop on a new thread; returns the thread so the owner can join it after `stop`.

@@ -43,6 +43,12 @@ struct TimerHeap {
         timer.deadline = nil
     }
 
+    /// Disarms every timer (a stopped loop drops them, and with them what their actions hold).
+    mutating func removeAll() {
+        for timer in heap { (timer.heapIndex, timer.deadline) = (-1, nil) }
+        heap.removeAll()
+    }
+
     /// Removes and returns the earliest timer if it is due at `now`.
     mutating func popDue(now: MonotonicInstant) -> LoopTimer? {
         guard let first = heap.first, let deadline = first.deadline, deadline <= now else { return nil }

@@ -59,34 +59,75 @@ extension ConnectionPool {
         public var response: Response { Response(status: status, headers: headers, body: body) }
     }
 
-    /// Sends `requests` on one new connection and waits for every one's outcome, at most `timeout`
-    /// in all (the deadline of each request, queued, retried or in flight). `configuration` names
-    /// the endpoint, TLS and provider tokens; its connection count, threads and queue are sized here.
-    /// Blocks the calling thread, which must not be an event loop's.
-    public static func perform(_ requests: [Request], configuration: PoolConfiguration, timeout: Duration) -> [Answer] {
-        guard !requests.isEmpty else { return [] }
-        var configuration = configuration
-        configuration.connections = 1
-        configuration.threads = 1
-        configuration.queueCapacity = requests.count
-        configuration.streamsPerConnection = max(1, min(configuration.streamsPerConnection, requests.count))
-        configuration.connectTimeout = min(configuration.connectTimeout, timeout)
-        configuration.requestTimeout = min(configuration.requestTimeout, timeout)
-        let deadline = MonotonicInstant.now() + timeout
-        let answers = AnswerCollector(count: requests.count)
-        let pool = ConnectionPool(configuration: configuration, sink: answers)
-        pool.send(requests.enumerated().map { index, request in
+    /// Sends `requests` on this pool (a kept one: the daemon's channel-host connection, an app's
+    /// warm pool for broadcasts) and calls `completion` once with every answer, in order, on a loop
+    /// thread: it must not block. Each request ends by `deadline` (queued, retried or in flight).
+    /// Never waits, so an API thread may call it, provided it bounds how many it has outstanding
+    /// (the pool's queue waits when full).
+    public func submit(_ requests: [Request], deadline: MonotonicInstant, completion: @escaping @Sendable ([Answer]) -> Void) {
+        guard !requests.isEmpty else { return completion([]) }
+        let timeout = deadline - MonotonicInstant.now()
+        let collector = AnswerCollector(count: requests.count, calls: calls) { [self] completed in
+            completion(Self.answers(completed, halt: haltMessage, connection: lastConnectionError, timeout: timeout))
+        }
+        calls.add(collector)
+        // A pool shut down (or shutting down) sends nothing more: the call ends with no outcome.
+        guard !isShutDown else { return collector.abandon() }
+        send(requests.enumerated().map { index, request in
             let group = PushGroup(label: request.path, headers: request.headers.map { ($0.name, $0.value) }, body: request.body,
                                   pathPrefix: request.path, method: request.method, deadline: deadline,
-                                  resendUnknown: request.resendUnknown, keepsAnswer: true)
+                                  resendUnknown: request.resendUnknown, keepsAnswer: true, sink: collector)
             // An empty token: the path is the prefix alone.
             return PushJob(token: DeviceTokenBytes(), group: group, id: UInt64(index))
         })
+    }
+
+    /// `submit`, waiting for the answers on the calling thread (never a loop's of this pool).
+    public func perform(_ requests: [Request], timeout: Duration) -> [Answer] {
+        let done = ConditionLock()
+        let result = Mutex<[Answer]?>(nil)
+        submit(requests, deadline: MonotonicInstant.now() + timeout) { answers in
+            done.withLock {
+                result.withLock { $0 = answers }
+                done.broadcast()
+            }
+        }
         // Every request ends by its deadline; the margin only covers the loop's last turn.
-        pool.waitUntilFinished(timeout: timeout + .seconds(1))
-        let halt = pool.haltMessage, connectionError = pool.lastConnectionError
-        pool.shutdown()
-        return answers.completed().map { completed in
+        let end = MonotonicInstant.now() + timeout + .seconds(1)
+        return done.withLock {
+            while result.withLock({ $0 }) == nil, done.wait(until: end) {}
+            return result.withLock { $0 } ?? requests.map { _ in
+                Answer(outcome: .unknown, status: 0, headers: [], body: [], failure: "no outcome within \(timeout.seconds) s")
+            }
+        }
+    }
+
+    /// Sends `requests` on one new connection and waits for every one's outcome, at most `timeout`
+    /// in all (the deadline of each request, queued, retried or in flight), then closes it: what a
+    /// one-off command (`sokuho send`, `sokuho channels`) needs. `configuration` names the
+    /// endpoint, TLS and provider tokens; its connection count, threads and queue are sized here.
+    /// Blocks the calling thread, which must not be an event loop's.
+    public static func perform(_ requests: [Request], configuration: PoolConfiguration, timeout: Duration) throws(TransportError) -> [Answer] {
+        guard !requests.isEmpty else { return [] }
+        let pool = try ConnectionPool(configuration: oneOff(configuration, requests: requests.count, timeout: timeout))
+        defer { pool.shutdown() }
+        return pool.perform(requests, timeout: timeout)
+    }
+
+    /// `configuration` sized for a few requests on one connection and one thread.
+    public static func oneOff(_ configuration: PoolConfiguration, requests: Int, timeout: Duration) -> PoolConfiguration {
+        var configuration = configuration
+        configuration.connections = 1
+        configuration.threads = 1
+        configuration.queueCapacity = max(1, requests)
+        configuration.streamsPerConnection = max(1, min(configuration.streamsPerConnection, requests))
+        configuration.connectTimeout = min(configuration.connectTimeout, timeout)
+        configuration.requestTimeout = min(configuration.requestTimeout, timeout)
+        return configuration
+    }
+
+    private static func answers(_ completed: [CompletedPush?], halt: String?, connection: TransportError?, timeout: Duration) -> [Answer] {
+        completed.map { completed in
             guard let completed else {
                 return Answer(outcome: .unknown, status: 0, headers: [], body: [], failure: "no outcome within \(timeout.seconds) s")
             }
@@ -94,7 +135,7 @@ extension ConnectionPool {
             var answer = Answer(outcome: completed.outcome, status: completed.status, reason: completed.reason,
                                 headers: kept?.headers ?? [], body: kept?.body ?? [])
             if completed.status == 0 {
-                answer.failure = failure(of: completed.outcome, stream: kept?.failure, halt: halt, connection: connectionError, timeout: timeout)
+                answer.failure = failure(of: completed.outcome, stream: kept?.failure, halt: halt, connection: connection, timeout: timeout)
             }
             return answer
         }
@@ -114,16 +155,63 @@ extension ConnectionPool {
         }
     }
 
-    /// Collects the outcomes by request index (on the loop thread; read once all are in).
-    private final class AnswerCollector: PushOutcomeSink {
-        private let slots: Mutex<[CompletedPush?]>
+    /// Collects one call's outcomes by request index (on the loop threads) and hands them over
+    /// once the last is in, or when the pool shuts down first (`OutstandingCalls.abandonAll`).
+    final class AnswerCollector: PushOutcomeSink {
+        private let slots: Mutex<(answers: [CompletedPush?], missing: Int)>
+        private let completion: @Sendable ([CompletedPush?]) -> Void
+        private let calls: OutstandingCalls  // until completed: `finish` removes the call from it
 
-        init(count: Int) { slots = Mutex(Array(repeating: nil, count: count)) }
-
-        func pushCompleted(_ push: CompletedPush) {
-            slots.withLock { $0[Int(push.id)] = push }
+        init(count: Int, calls: OutstandingCalls, completion: @escaping @Sendable ([CompletedPush?]) -> Void) {
+            slots = Mutex((Array(repeating: nil, count: count), count))
+            self.calls = calls
+            self.completion = completion
         }
 
-        func completed() -> [CompletedPush?] { slots.withLock { $0 } }
+        func pushCompleted(_ push: CompletedPush) {
+            let all = slots.withLock { slots -> [CompletedPush?]? in
+                guard slots.missing > 0, slots.answers[Int(push.id)] == nil else { return nil }
+                slots.answers[Int(push.id)] = push
+                slots.missing -= 1
+                return slots.missing == 0 ? Self.take(&slots.answers) : nil
+            }
+            if let all { finish(all) }
+        }
+
+        /// Completes with what came; the rest have no outcome.
+        func abandon() {
+            let all = slots.withLock { slots -> [CompletedPush?]? in
+                guard slots.missing > 0 else { return nil }
+                slots.missing = 0
+                return Self.take(&slots.answers)
+            }
+            if let all { finish(all) }
+        }
+
+        /// The answers, leaving none behind: a completed push holds its group, whose sink is this
+        /// collector, so keeping them would keep both alive for ever.
+        private static func take(_ answers: inout [CompletedPush?]) -> [CompletedPush?] {
+            defer { answers = [] }
+            return answers
+        }
+
+        private func finish(_ all: [CompletedPush?]) {
+            calls.remove(self)
+            completion(all)
+        }
+    }
+}
+
+/// The request calls of a pool not yet completed: a shutdown completes them, so a caller waiting
+/// for an answer (an API request deferred on it) always gets one.
+final class OutstandingCalls: Sendable {
+    private let calls = Mutex<[ObjectIdentifier: ConnectionPool.AnswerCollector]>([:])
+
+    func add(_ call: ConnectionPool.AnswerCollector) { calls.withLock { $0[ObjectIdentifier(call)] = call } }
+    func remove(_ call: ConnectionPool.AnswerCollector) { _ = calls.withLock { $0.removeValue(forKey: ObjectIdentifier(call)) } }
+    var count: Int { calls.withLock { $0.count } }
+
+    func abandonAll() {
+        for call in calls.withLock({ calls in defer { calls.removeAll() }; return Array(calls.values) }) { call.abandon() }
     }
 }

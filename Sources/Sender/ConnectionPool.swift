@@ -17,14 +17,21 @@ public final class ConnectionPool: Sendable {
     private let state: PoolState
     private let submitted = Atomic<Int>(0)
     private let nextLoop = Atomic<Int>(0)
+    /// Request calls (`submit`) waiting for their answers.
+    let calls = OutstandingCalls()
+    private let shutDown = Atomic<Bool>(false)
+    /// Whether `shutdown` was called: nothing more is sent.
+    public var isShutDown: Bool { shutDown.load(ordering: .acquiring) }
 
-    public init(configuration: PoolConfiguration, sink: PushOutcomeSink? = nil) {
+    /// Throws when the loops cannot get their descriptors (the process is out of them): the caller
+    /// refuses what needed the pool, the daemon goes on.
+    public init(configuration: PoolConfiguration, sink: PushOutcomeSink? = nil) throws(TransportError) {
         state = PoolState(connections: configuration.connections)
         let threadCount = max(1, min(configuration.threads, configuration.connections))
         var loops: [EventLoop] = []
         var senders: [LoopSender] = []
         for index in 0..<threadCount {
-            let loop = EventLoop(name: "sokuho-send-\(index)")
+            let loop = try EventLoop(name: "sokuho-send-\(index)")
             // Connections are dealt round-robin: loop i owns connections i, i+threads, …
             let share = configuration.connections / threadCount + (index < configuration.connections % threadCount ? 1 : 0)
             let sender = LoopSender(loop: loop, connections: share, configuration: configuration, sink: sink, pool: state)
@@ -129,8 +136,11 @@ public final class ConnectionPool: Sendable {
     public var lastConnectionError: TransportError? { state.lastConnectionError }
 
     /// Closes every connection (each sends its GOAWAY once its streams are done), waits up to a
-    /// second for them to close, and stops the loop threads.
+    /// second for them to close, and stops the loop threads. Once: a second call returns at once.
     public func shutdown() {
+        shutDown.store(true, ordering: .releasing)
+        let threads = self.threads.withLock { threads -> [OSThread] in defer { threads = [] }; return threads }
+        guard !threads.isEmpty else { return }
         for sender in senders { sender.loop.execute { sender.closeAll() } }
         _ = state.wait(until: MonotonicInstant.now() + .seconds(1)) {
             self.senders.allSatisfy {
@@ -138,6 +148,7 @@ public final class ConnectionPool: Sendable {
             }
         }
         for loop in loops { loop.stop() }
-        for thread in threads.withLock({ $0 }) { thread.join() }
+        for thread in threads { thread.join() }
+        calls.abandonAll()
     }
 }

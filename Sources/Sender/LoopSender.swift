@@ -45,6 +45,10 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
     /// Connections draining beside their replacement (see `replaceDrainingConnections`): not in a
     /// slot any more, still open until their last stream ends (a shutdown waits for them too).
     let drainingConnections = Atomic<Int>(0)
+    /// Whether work ever came (see `PoolConfiguration.warmOnceUsed`).
+    private var everUsed = false
+    /// Whether connections are kept open and reconnected while there is no work.
+    private var warm: Bool { configuration.keepWarm && (everUsed || !configuration.warmOnceUsed) }
     /// Set by `closeAll`: nothing reconnects or is replaced any more.
     var closing = false
     /// How every connection of this loop is made (a replacement is made the same way).
@@ -164,7 +168,8 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
             pool.queueDrained()
             guard let earliest = ready.earliestDeadline, earliest <= now.nanoseconds else { break }
         }
-        if !idle || configuration.keepWarm { openConnectionsIfNeeded(now: now) }
+        if !idle { everUsed = true }
+        if !idle || warm { openConnectionsIfNeeded(now: now) }
         // After opening: a connection that fails at once (a bad port) may be the one that halts the pool.
         if pool.halted.load(ordering: .relaxed) { failEverythingQueued(now: now) }
         armWakeTimer()
@@ -187,7 +192,7 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         // expiring makes room first, and both wake the loop): no spinning on a full ring.
         var next = ready.free > 0 ? delayed.nextDue.map { MonotonicInstant(nanoseconds: $0) } ?? .distantFuture : .distantFuture
         if let earliest = ready.earliestDeadline { next = min(next, MonotonicInstant(nanoseconds: earliest)) }
-        if (!idle || configuration.keepWarm) && !pool.halted.load(ordering: .relaxed) && !closing {
+        if (!idle || warm) && !pool.halted.load(ordering: .relaxed) && !closing {
             for slot in slots where !slot.replaced && (slot.connection.state == .idle || slot.connection.state == .closed) {
                 next = min(next, slot.reconnectAt)
             }

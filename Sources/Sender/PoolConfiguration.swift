@@ -42,6 +42,9 @@ public struct PoolConfiguration: Sendable {
     /// NAT does not forget it. Off: connections open when work arrives (the CLI commands).
     public var keepWarm = false
     public var keepalive: Duration = .seconds(300)
+    /// With `keepWarm`: open nothing until the first work arrives, then keep warm. The channel
+    /// host's connection: most apps never manage a channel, those that do, do it again.
+    public var warmOnceUsed = false
     /// Each address's connect (and the lookup and the TLS handshake) gets this long.
     public var connectTimeout: Duration = .seconds(10)
     /// Whether outcomes carry each response's `apns-id` and `apns-unique-id` (a delivery audit log

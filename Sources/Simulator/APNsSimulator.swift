@@ -41,7 +41,7 @@ public final class APNsSimulator: Sendable {
         do {
             var port = configuration.port
             for index in 0..<count {
-                let loop = EventLoop(name: "sokuho-sim-\(index)")
+                let loop = try EventLoop(name: "sokuho-sim-\(index)")
                 let handler = SimulatorHandler(configuration: configuration, shared: shared)
                 let server = try HTTP2Server(loop: loop, host: configuration.host, port: port, tls: tls,
                                              handler: PortHandler(inner: handler, management: false),
@@ -100,7 +100,14 @@ private final class PortHandler: HTTP2RequestHandler, @unchecked Sendable {
     init(inner: SimulatorHandler, management: Bool) { self.inner = inner; self.management = management }
     func handle(_ request: ServerRequest, on connection: ServerConnection) { inner.handle(request, on: connection) }
     func connectionOpened(_ connection: ServerConnection) {
-        if management { inner.managementConnections.insert(ObjectIdentifier(connection)) }
+        if management {
+            inner.managementConnections.insert(ObjectIdentifier(connection))
+            let open = inner.managementConnections.count
+            inner.shared.counters.withLock {
+                $0.managementConnections += 1
+                $0.managementConnectionsPeak = max($0.managementConnectionsPeak, open)
+            }
+        }
         inner.connectionOpened(connection)
     }
     func connectionClosed(_ connection: ServerConnection) { inner.connectionClosed(connection) }

@@ -6,6 +6,10 @@ public struct SimulatorCounters: Sendable, Equatable {
     public var rejected: [String: Int] = [:]
     public var channelRequests = 0
     public var connections = 0
+    /// Connections to the channel-management port: opened in all, and open at once at most (a
+    /// client keeps one per app; a pool per call showed as one per request).
+    public var managementConnections = 0
+    public var managementConnectionsPeak = 0
     public var goAwaysSent = 0
     public var connectionsDropped = 0
     /// Connections silenced by `stallAfter`.

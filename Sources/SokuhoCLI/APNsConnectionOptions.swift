@@ -69,7 +69,10 @@ enum APNsConnectionOptions {
         var configuration = PoolConfiguration(host: endpoint.host, port: endpoint.port, tls: tls)
         configuration.serverName = try APNsConnectionOptions.serverName(invocation)
         configuration.providerTokens = tokens
-        let answer = ConnectionPool.perform([request], configuration: configuration, timeout: timeout)[0]
+        let answer: ConnectionPool.Answer
+        do { answer = try ConnectionPool.perform([request], configuration: configuration, timeout: timeout)[0] } catch {
+            throw CLIError(.unavailable, "cannot start a connection: \(error)")
+        }
         if let failure = answer.failure { throw CLIError(.unavailable, "\(endpoint.host):\(endpoint.port): \(failure)") }
         return Answered(answer: answer, tokenIssuedAt: token.issuedAt)
     }

@@ -182,7 +182,9 @@ enum BenchCommand {
         let group = PushGroup(label: "bench", headers: BenchPayload.headers(bundle: bundle),
                               body: BenchPayload.body(timestamp: Int64(time(nil))),
                               deadline: MonotonicInstant.now() + deadline, resendUnknown: false)
-        let pool = ConnectionPool(configuration: configuration)
+        // A bench that cannot get two descriptors for its loop has nothing to measure.
+        let pool: ConnectionPool
+        do { pool = try ConnectionPool(configuration: configuration) } catch { fatalError("sokuho bench: cannot start the pool: \(error)") }
         defer { pool.shutdown() }
         var template = DeviceTokenBytes(bytes: [UInt8](repeating: 0xA5, count: 32))!
 

@@ -126,7 +126,7 @@ enum FanoutCommand {
         switch error.kind {
         case .invalidEvent: return CLIError(.dataError, error.message)
         case .store: return CLIError(.ioError, error.message)
-        case .unavailable: return CLIError(.unavailable, error.message)
+        case .unavailable, .busy: return CLIError(.unavailable, error.message)
         case .refused: return CLIError(.refused, error.message)
         case .config: return CLIError(.config, error.message)
         }

@@ -33,7 +33,8 @@ public enum OneShotClient {
     /// (APNs allows one on a new token connection; nil: only the server's SETTINGS count).
     public static func perform(_ requests: [ClientRequest], options: ClientConnectionOptions, authorization: String?,
                                timeout: Duration = .seconds(30), streamsUntilFirstSuccess: Int? = nil) -> Result<[ClientResult], TransportError> {
-        let loop = EventLoop(name: "sokuho-client")
+        let loop: EventLoop
+        do { loop = try EventLoop(name: "sokuho-client") } catch { return .failure(error) }
         let driver = Driver(requests: requests, loop: loop, timeout: timeout)
         driver.streamsUntilFirstSuccess = streamsUntilFirstSuccess
         let connection = ClientConnection(loop: loop, options: options)

@@ -50,7 +50,7 @@ final class ChainingDelegate: ClientConnectionDelegate {
         let certificates = TransportTests.certificates
         let tls = try TLSConfiguration.server(certificateFile: certificates.cert, keyFile: certificates.key)
         try withServer(tls: tls, handler: EchoHandler(), name: "reentry-server") { server in
-            let loop = EventLoop(name: "reentry-client")
+            let loop = try EventLoop(name: "reentry-client")
             let delegate = ChainingDelegate(loop: loop, total: 50)
             let connection = ClientConnection(loop: loop, options: ClientConnectionOptions(
                 host: "127.0.0.1", port: server.port, tls: try TLSConfiguration.client(caFile: certificates.ca)))

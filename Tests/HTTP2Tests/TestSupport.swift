@@ -27,7 +27,7 @@ func makeTestCertificates() -> (dir: String, ca: String, cert: String, key: Stri
 /// Runs an HTTP/2 server with `handler` on its own loop thread for the duration of `body`.
 func withServer<T>(tls: TLSConfiguration, handler: HTTP2RequestHandler, maximumStreams: UInt32 = 100, name: String = "test-server",
                    _ body: (HTTP2Server) throws -> T) throws -> T {
-    let loop = EventLoop(name: name)
+    let loop = try EventLoop(name: name)
     let server = try HTTP2Server(loop: loop, host: "127.0.0.1", port: 0, tls: tls, handler: handler, maximumStreams: maximumStreams)
     loop.execute { server.start() }
     let thread = loop.start()

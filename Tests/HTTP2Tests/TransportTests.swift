@@ -92,7 +92,7 @@ final class EchoHandler: HTTP2RequestHandler, @unchecked Sendable {
 
     @Test func aClosedPortIsAConnectError() throws {
         // Bind and close a socket to find a port nobody listens on.
-        let loop = EventLoop()
+        let loop = try EventLoop()
         let server = try HTTP2Server(loop: loop, host: "127.0.0.1", port: 0,
                                      tls: try TLSConfiguration.server(certificateFile: Self.certificates.cert, keyFile: Self.certificates.key),
                                      handler: EchoHandler())

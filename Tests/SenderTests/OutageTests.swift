@@ -109,7 +109,7 @@ struct OutageRun {
         pool.streamsPerConnection = 100
         configurePool(&pool)
         let sink = RecordingSink()
-        let sender = ConnectionPool(configuration: pool, sink: sink)
+        let sender = try ConnectionPool(configuration: pool, sink: sink)
         defer { sender.shutdown() }
         let start = MonotonicInstant.now()
         let group = PushGroup(label: "outage", headers: startGroupHeaders, body: body, pathPrefix: pathPrefix,
@@ -164,7 +164,7 @@ final class TimedSink: PushOutcomeSink, @unchecked Sendable {
         }
         defer { simulator.stop() }
         let pool = try testPool(port: simulator.port)
-        let sender = ConnectionPool(configuration: pool, sink: sink)
+        let sender = try ConnectionPool(configuration: pool, sink: sink)
         defer { sender.shutdown() }
         let group = PushGroup(label: "retry", headers: OutageRun.startGroupHeaders, body: OutageRun.body,
                               deadline: sink.start + .seconds(deadline), resendUnknown: false)
@@ -212,7 +212,7 @@ final class TimedSink: PushOutcomeSink, @unchecked Sendable {
     func queuedPushesExpireWithoutAConnection() throws {
         let hole = try BlackHole()
         try #require(hole.swallowsConnects(), "premise: a connect to the full listener hangs")
-        let sender = ConnectionPool(configuration: try testPool(port: hole.port), sink: nil)
+        let sender = try ConnectionPool(configuration: try testPool(port: hole.port), sink: nil)
         defer { sender.shutdown() }
         let start = MonotonicInstant.now()
         let group = PushGroup(label: "x", headers: OutageRun.startGroupHeaders, body: OutageRun.body,
@@ -356,7 +356,7 @@ final class TimedSink: PushOutcomeSink, @unchecked Sendable {
     func aClockBehindIsDiagnosed() throws {
         let simulator = try testSimulator()
         defer { simulator.stop() }
-        let sender = ConnectionPool(configuration: try testPool(port: simulator.port, clockOffset: -70 * 60))
+        let sender = try ConnectionPool(configuration: try testPool(port: simulator.port, clockOffset: -70 * 60))
         defer { sender.shutdown() }
         let group = PushGroup(label: "x", headers: OutageRun.startGroupHeaders, body: OutageRun.body, resendUnknown: false)
         sender.send((0..<300).map { PushJob(token: PoolFaultTests.token($0), group: group, id: UInt64($0)) })
@@ -377,7 +377,7 @@ final class TimedSink: PushOutcomeSink, @unchecked Sendable {
         defer { simulator.stop() }
         for process in 0..<3 {
             // A fresh source each time: what a new `sokuho send` or `fanout` process starts with.
-            let sender = ConnectionPool(configuration: try testPool(port: simulator.port))
+            let sender = try ConnectionPool(configuration: try testPool(port: simulator.port))
             let group = PushGroup(label: "p\(process)", headers: OutageRun.startGroupHeaders, body: OutageRun.body, resendUnknown: false)
             sender.send((0..<20).map { PushJob(token: PoolFaultTests.token(process * 100 + $0), group: group, id: UInt64($0)) })
             #expect(sender.waitUntilFinished(timeout: .nanoseconds(10_000_000_000)))
@@ -402,7 +402,7 @@ final class TimedSink: PushOutcomeSink, @unchecked Sendable {
     func anIdlePoolSleeps() throws {
         let simulator = try testSimulator()
         defer { simulator.stop() }
-        let sender = ConnectionPool(configuration: try testPool(port: simulator.port))
+        let sender = try ConnectionPool(configuration: try testPool(port: simulator.port))
         defer { sender.shutdown() }
         let group = PushGroup(label: "x", headers: OutageRun.startGroupHeaders, body: OutageRun.body, resendUnknown: false)
         sender.send((0..<500).map { PushJob(token: PoolFaultTests.token($0), group: group, id: UInt64($0)) })
@@ -415,7 +415,7 @@ final class TimedSink: PushOutcomeSink, @unchecked Sendable {
     @Test("a pool whose server went away sleeps between reconnects while its pushes wait for their deadline")
     func anOutageDoesNotSpin() throws {
         let simulator = try testSimulator { $0.latency = .milliseconds(20) }
-        let sender = ConnectionPool(configuration: try testPool(port: simulator.port))
+        let sender = try ConnectionPool(configuration: try testPool(port: simulator.port))
         defer { sender.shutdown() }
         let group = PushGroup(label: "x", headers: OutageRun.startGroupHeaders, body: OutageRun.body,
                               deadline: .now() + .seconds(6), resendUnknown: true)

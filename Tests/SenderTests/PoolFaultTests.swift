@@ -83,7 +83,7 @@ final class RecordingSink: PushOutcomeSink, @unchecked Sendable {
         pool.providerTokens = ProviderTokenSource(signer: try ProviderTokenSigner(key: key, keyID: SimulatorCertificates.keyID,
                                                                                   teamID: SimulatorCertificates.teamID))
         let sink = RecordingSink()
-        let sender = ConnectionPool(configuration: pool, sink: sink)
+        let sender = try ConnectionPool(configuration: pool, sink: sink)
         defer { sender.shutdown() }
         let group = PushGroup(label: scenario.name, headers: [("apns-push-type", "liveactivity"),
                                                               ("apns-topic", "com.example.eew.push-type.liveactivity"),
@@ -136,7 +136,7 @@ final class RecordingSink: PushOutcomeSink, @unchecked Sendable {
         pool.threads = 1
         pool.reconnectInitial = .nanoseconds(10_000_000)
         let sink = RecordingSink()
-        let sender = ConnectionPool(configuration: pool, sink: sink)
+        let sender = try ConnectionPool(configuration: pool, sink: sink)
         defer { sender.shutdown() }
         let group = PushGroup(label: "x", headers: [], body: [1], resendUnknown: false)
         sender.send((0..<50).map { PushJob(token: Self.token($0), group: group, id: UInt64($0)) })
@@ -154,7 +154,7 @@ final class RecordingSink: PushOutcomeSink, @unchecked Sendable {
         pool.connections = 1
         pool.threads = 1
         pool.reconnectInitial = .nanoseconds(10_000_000)
-        let sender = ConnectionPool(configuration: pool)
+        let sender = try ConnectionPool(configuration: pool)
         defer { sender.shutdown() }
         let group = PushGroup(label: "x", headers: [], body: [1], resendUnknown: false)
         sender.send((0..<10).map { PushJob(token: Self.token($0), group: group, id: UInt64($0)) })
@@ -172,7 +172,7 @@ final class RecordingSink: PushOutcomeSink, @unchecked Sendable {
         pool.connections = 2
         pool.threads = 1
         pool.providerTokens = ProviderTokenSource(signer: try ProviderTokenSigner(key: try SigningKey.generate(), keyID: "OTHERKEY01", teamID: "OTHERTEAM1"))
-        let sender = ConnectionPool(configuration: pool)
+        let sender = try ConnectionPool(configuration: pool)
         defer { sender.shutdown() }
         let group = PushGroup(label: "x", headers: [("apns-push-type", "alert"), ("apns-topic", "com.example.eew")],
                               body: Array(#"{"aps":{"alert":"hi"}}"#.utf8), resendUnknown: false)
@@ -200,7 +200,7 @@ final class GoAwayWithReason: HTTP2RequestHandler, @unchecked Sendable {
 /// Runs `body` with the port of an HTTP/2 server on loopback answering with `handler` (the
 /// shared test certificate), stopped when `body` returns.
 func withGoAwayServer<T>(_ handler: HTTP2RequestHandler, _ body: (Int) throws -> T) throws -> T {
-    let loop = EventLoop(name: "goaway-server")
+    let loop = try EventLoop(name: "goaway-server")
     let certificates = PoolFaultTests.certificates
     let server = try HTTP2Server(loop: loop, host: "127.0.0.1", port: 0,
                                  tls: try TLSConfiguration.server(certificateFile: certificates.certificate, keyFile: certificates.key),
@@ -220,7 +220,7 @@ func withGoAwayServer<T>(_ handler: HTTP2RequestHandler, _ body: (Int) throws ->
             pool.connections = 2
             pool.threads = 1
             pool.reconnectInitial = .nanoseconds(50_000_000)
-            let sender = ConnectionPool(configuration: pool)
+            let sender = try ConnectionPool(configuration: pool)
             defer { sender.shutdown() }
             let group = PushGroup(label: "x", headers: [("apns-push-type", "alert"), ("apns-topic", "com.example.eew")],
                                   body: Array(#"{"aps":{"alert":"hi"}}"#.utf8), deadline: MonotonicInstant.now() + .nanoseconds(1_500_000_000),
@@ -276,7 +276,7 @@ final class GoAwayWithAnAnswerHeld: HTTP2RequestHandler, @unchecked Sendable {
             let group = PushGroup(label: "x", headers: [("apns-push-type", "alert"), ("apns-topic", "com.example.eew")],
                                   body: Array(#"{"aps":{"alert":"hi"}}"#.utf8), deadline: MonotonicInstant.now() + deadline,
                                   resendUnknown: false)
-            try body(ConnectionPool(configuration: pool), group)
+            try body(try ConnectionPool(configuration: pool), group)
         }
     }
 

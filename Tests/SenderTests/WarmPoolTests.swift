@@ -37,7 +37,7 @@ import Testing
         var configuration = try testPool(port: simulator.port, connections: 3)
         configuration.keepWarm = true
         configuration.keepalive = .milliseconds(200)
-        let pool = ConnectionPool(configuration: configuration)
+        let pool = try ConnectionPool(configuration: configuration)
         defer { pool.shutdown() }
         let until = MonotonicInstant.now() + .seconds(5)
         while simulator.counters.connections < 3 && MonotonicInstant.now() < until { usleep(10_000) }
@@ -56,7 +56,7 @@ import Testing
         let simulator = try testSimulator()
         defer { simulator.stop() }
         let poolSink = IDSink(), eventA = IDSink(), eventB = IDSink()
-        let pool = ConnectionPool(configuration: try testPool(port: simulator.port), sink: poolSink)
+        let pool = try ConnectionPool(configuration: try testPool(port: simulator.port), sink: poolSink)
         defer { pool.shutdown() }
         pool.send(Self.jobs(30, group: Self.group("a", sink: eventA)) + Self.jobs(20, group: Self.group("b", sink: eventB), firstID: 100)
                   + Self.jobs(5, group: Self.group("plain"), firstID: 200))
@@ -73,7 +73,7 @@ import Testing
         var configuration = try testPool(port: simulator.port, connections: 1)
         configuration.streamsPerConnection = 1
         let sink = IDSink()
-        let pool = ConnectionPool(configuration: configuration, sink: sink)
+        let pool = try ConnectionPool(configuration: configuration, sink: sink)
         defer { pool.shutdown() }
         pool.send(Self.jobs(60, group: Self.group("election")))
         usleep(100_000)  // the bulk fan-out is under way

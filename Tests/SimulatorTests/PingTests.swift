@@ -41,7 +41,7 @@ import Testing
         let line = try #require(child.readLine())
         let port = try #require(try? JSONParser.parse(Array(line.utf8))["port"]?.int64Value)
 
-        let loop = EventLoop(name: "ping-test")
+        let loop = try EventLoop(name: "ping-test")
         var options = ClientConnectionOptions(host: "127.0.0.1", port: Int(port), serverName: "localhost",
                                               tls: try TLSConfiguration.client(caFile: certDir + "/ca.pem"))
         options.pingAfterIdle = .nanoseconds(100_000_000)

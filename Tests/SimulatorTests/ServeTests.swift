@@ -84,20 +84,29 @@ import Testing
             return Exchange(status: status, headers: parsed, body: String(run.out[..<marker.lowerBound]))
         }
 
-        /// POSTs each body to `path` from one curl process (a process per request would take most
-        /// of a minute for a thousand): a config file with one transfer per body, separated by
+        /// POSTs each body to `path` from one curl process (see `requestMany`), without the admin token.
+        func postMany(_ path: String, _ bodies: [String], in directory: String) -> [Substring] {
+            requestMany(bodies.map { ("POST", path, $0) }, admin: false, in: directory)
+        }
+
+        /// Sends each request from one curl process (a process per request would take most of a
+        /// minute for a thousand): a config file with one transfer per request, separated by
         /// `next`, sent one after another on one kept-alive connection (curl 7.88's `--parallel`
         /// fails some transfers with "Failed initialization"). The statuses, in order.
-        func postMany(_ path: String, _ bodies: [String], in directory: String) -> [Substring] {
-            let transfers = bodies.map { body in
-                """
-                url = "http://127.0.0.1:\(port)\(path)"
-                header = "Content-Type: application/json"
-                data-binary = "\(body.replacing("\"", with: "\\\""))"
-                output = "/dev/null"
-                write-out = "%{http_code}\\n"
+        func requestMany(_ requests: [(method: String, path: String, body: String?)], admin: Bool = true, in directory: String) -> [Substring] {
+            let transfers = requests.map { request in
+                var transfer = """
+                    url = "http://127.0.0.1:\(port)\(request.path)"
+                    request = "\(request.method)"
+                    output = "/dev/null"
+                    write-out = "%{http_code}\\n"
 
-                """
+                    """
+                if admin { transfer += "header = \"Authorization: Bearer \(token)\"\n" }
+                if let body = request.body {
+                    transfer += "header = \"Content-Type: application/json\"\ndata-binary = \"\(body.replacing("\"", with: "\\\""))\"\n"
+                }
+                return transfer
             }
             // `next` between transfers only: one after the last is a transfer without a URL.
             let config = transfers.joined(separator: "next\n")

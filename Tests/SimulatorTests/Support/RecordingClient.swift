@@ -43,7 +43,7 @@ final class RecordingClient: ClientConnectionDelegate, @unchecked Sendable {
         self.count = count
         self.waitForPingAck = waitForPingAck
         headers = HeaderList(request.headers)
-        loop = EventLoop(name: "recording-client")
+        loop = try EventLoop(name: "recording-client")
         var options = ClientConnectionOptions(host: "127.0.0.1", port: port, tls: try TLSConfiguration.client(caFile: ca))
         options.pingAfterIdle = pingAfterIdle
         options.pingTimeout = pingTimeout

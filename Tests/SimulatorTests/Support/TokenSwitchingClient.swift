@@ -7,7 +7,7 @@ import IO
 /// the provider token before each: what a sender that refreshes tokens too eagerly would do.
 enum TokenSwitchingClient {
     static func perform(port: Int, ca: String, authorizations: [String], request: ClientRequest) throws -> [ClientResult] {
-        let loop = EventLoop(name: "token-switching-client")
+        let loop = try EventLoop(name: "token-switching-client")
         let connection = ClientConnection(loop: loop, options: ClientConnectionOptions(
             host: "127.0.0.1", port: port, tls: try TLSConfiguration.client(caFile: ca)))
         let driver = Driver(loop: loop, authorizations: authorizations, request: request)
