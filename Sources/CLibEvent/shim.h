@@ -7,5 +7,6 @@
 #include <netinet/in.h>
 #include <event2/event.h>
 #include <event2/http.h>
+#include <event2/listener.h>
 #include <event2/buffer.h>
 #include <event2/keyvalq_struct.h>

@@ -153,6 +153,9 @@ public final class Service: Sendable {
         store.close()
     }
 
+    /// API connections answered 503 for want of a descriptor (`AcceptGuard`).
+    var apiRefusedForDescriptors: Int { server.withLock { $0?.refusedForDescriptors } ?? 0 }
+
     /// The admin bearer token: the file's content without surrounding white space.
     static func readAdminToken(_ path: String) throws(ServiceError) -> [UInt8] {
         let token: [UInt8]

@@ -96,6 +96,13 @@ final class ServiceMetrics: Sendable {
         for (app, check) in checks { text.sample("sokuho_credential_check_ok", [("app", app)], check.ok ? 1 : 0) }
         text.family("sokuho_credential_check_timestamp_seconds", .gauge, help: "When the app's last credential check answered (seconds since 1970).")
         for (app, check) in checks { text.sample("sokuho_credential_check_timestamp_seconds", [("app", app)], Int(check.checkedAt)) }
+        text.family("sokuho_channel_connections_up", .gauge, help: "An app's kept connection to the channel-management host (0 until its first channel call).")
+        for runtime in runtimes { text.sample("sokuho_channel_connections_up", [("app", runtime.name)], runtime.channels.connectionsUp) }
+        text.family("sokuho_channel_requests_waiting", .gauge, help: "An app's channel calls waiting for APNs (at most 64; more are refused with 429).")
+        for runtime in runtimes { text.sample("sokuho_channel_requests_waiting", [("app", runtime.name)], runtime.channels.callsOutstanding) }
+        text.family("sokuho_api_refused_no_descriptor_total", .counter,
+                    help: "API connections answered 503 because the daemon had no file descriptor to spare (raise LimitNOFILE).")
+        text.sample("sokuho_api_refused_no_descriptor_total", [], service.apiRefusedForDescriptors)
 
         if let statistics = cachedTokenStatistics(service) {
             text.family("sokuho_tokens", .gauge, help: "Registered tokens by app, environment and kind.")

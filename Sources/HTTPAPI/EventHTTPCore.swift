@@ -15,6 +15,8 @@ final class EventHTTPCore: @unchecked Sendable {
     private var http: OpaquePointer?
     private var wakeEvent: OpaquePointer?
     let mailbox = DeferredMailbox()
+    /// Out of descriptors: 503 instead of a spinning accept (`AcceptGuard`).
+    let acceptGuard = AcceptGuard()
     private(set) var ports: [Int] = []
     private let answer: @Sendable (HTTPRequest) -> HTTPAnswer
     /// Requests waiting for a deferred answer, by responder id.
@@ -89,10 +91,17 @@ final class EventHTTPCore: @unchecked Sendable {
         }
         let port = listener.address.port
         let fd = listener.releaseDescriptor()
+        let bound: OpaquePointer
         do throws(LibEvent.Failure) {
-            _ = try LibEvent.require("evhttp_accept_socket_with_handle", evhttp_accept_socket_with_handle(http, fd))
+            bound = try LibEvent.require("evhttp_accept_socket_with_handle", evhttp_accept_socket_with_handle(http, fd))
         } catch {
             Glibc.close(fd)
+            throw .libevent(call: error.call)
+        }
+        do throws(LibEvent.Failure) {
+            let listener = try LibEvent.require("evhttp_bound_socket_get_listener", evhttp_bound_socket_get_listener(bound))
+            try acceptGuard.watch(listener, base: base!, context: Unmanaged.passUnretained(self).toOpaque())
+        } catch {
             throw .libevent(call: error.call)
         }
         return port
@@ -111,6 +120,7 @@ final class EventHTTPCore: @unchecked Sendable {
     func close() {
         mailbox.close()
         deferred.removeAll()
+        acceptGuard.close()
         if let wakeEvent { event_free(wakeEvent) }
         if let http { evhttp_free(http) }
         if let base { event_base_free(base) }

@@ -21,6 +21,9 @@ public final class HTTPServer: Sendable {
     /// The bound ports, in the order of `listen` (port 0 becomes the port the kernel picked).
     public let ports: [Int]
 
+    /// Connections answered 503 because the process had no descriptor to spare (`AcceptGuard`).
+    public var refusedForDescriptors: Int { core.acceptGuard.refused.load(ordering: .relaxed) }
+
     /// Binds every address at once (a failure names the address), but serves nothing until `start`.
     public init(listen: [(host: String, port: Int)], limits: HTTPLimits = HTTPLimits(),
                 answering answer: @escaping @Sendable (HTTPRequest) -> HTTPAnswer) throws(HTTPServerError) {
