@@ -41,7 +41,8 @@ let package = Package(
         // The command line: one table-driven parser, one file per sub-command.
         .target(name: "SokuhoCLI", dependencies: ["JSONCore", "APNs", "Crypto", "IO", "HTTP2", "HTTPAPI", "Sender", "Simulator", "TokenStore", "Fanout", "Daemon"]),
         // `sokuho serve`: its configuration (one JSON file, flags and SOKUHO_* variables on top,
-        // checked whole at start); the daemon itself comes next.
+        // checked whole at start, re-read on SIGHUP) and the daemon itself: the store, a warm
+        // connection pool per app, the HTTP API, the event queue and the cluster's side.
         // openapi.json describes the HTTP API; SimulatorTests/OpenAPITests checks the server against it.
         .target(name: "Daemon", dependencies: ["APNs", "Crypto", "JSONCore", "Fanout", "Sender", "TokenStore", "HTTPAPI", "HTTP2", "IO", "CSystem", "Cluster"],
                 exclude: ["openapi.json"]),
