@@ -3,6 +3,7 @@ import Crypto
 import Fanout
 import JSONCore
 import TokenStore
+import Vocabulary
 
 /// The checks of an API body's values that name the body's field (the object itself is read
 /// strictly by `EventFields`, as events are: a repeated or unknown member is refused by its name,
