@@ -80,7 +80,7 @@ let package = Package(
         .testTarget(name: "SenderTests", dependencies: ["Sender", "Simulator", "IO", "HTTP2", "Crypto", "APNs", "Vocabulary"]),
         // Keys, JWTs and certificates checked against independent implementations (openssl, Python).
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "CMbedTLS"], exclude: ["Fixtures"]),
-        .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "JSONCore"]),
+        .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "JSONCore", "IO"]),
         // The cluster client against a real redis-server the tests start on loopback.
         .testTarget(name: "ClusterTests", dependencies: ["Cluster", "RedisTestSupport"]),
         // A redis-server of the test's own on a free loopback port (ClusterTests, the cluster's end-to-end tests).

@@ -1,5 +1,6 @@
 import CLMDB
 import Glibc
+import IO
 import Synchronization
 import Vocabulary
 
@@ -109,7 +110,7 @@ extension TokenStore {
         var bytes = [UInt8](repeating: 0, count: 16)
         let fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw StoreError.invalid("cannot open /dev/urandom for the store's replica identity: \(String(cString: strerror(errno)))") }
-        defer { Posix.expect(Glibc.close(fd), "close (/dev/urandom)", tolerating: [EINTR]) }
+        defer { Syscall.expect("close (/dev/urandom)", tolerating: [EINTR], Glibc.close(fd)) }
         let count = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
         guard count == bytes.count else { throw StoreError.invalid("cannot read /dev/urandom for the store's replica identity") }
         return Hex.encode(bytes)
