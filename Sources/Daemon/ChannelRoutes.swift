@@ -39,7 +39,7 @@ extension Router {
         case "POST" where request.path == Self.channelsPath:
             let policy: MessageStoragePolicy
             do {
-                var fields = try EventFields(json: request.body, root: "body")
+                var fields = try JSONObjectFields<EventError>(json: request.body, root: "body")
                 let app = try fields.required("app") { (value, field) throws(EventError) in try Self.bundle(value.stringValue, field: field) }
                 let environment = try fields.required("environment") { (value, field) throws(EventError) in
                     try Self.environment(value.stringValue, field: field)
