@@ -85,7 +85,8 @@ let package = Package(
         .testTarget(name: "ClusterTests", dependencies: ["Cluster", "RedisTestSupport"]),
         // A redis-server of the test's own on a free loopback port (ClusterTests, the cluster's end-to-end tests).
         .target(name: "RedisTestSupport", dependencies: ["Cluster"], path: "Tests/RedisTestSupport"),
-        // The C return-code rules of the checked wrappers, checked by reading the sources.
+        // Rules checked by reading the sources: the C return codes go through the checked wrappers,
+        // and the vocabulary (hex, wall clock, UUIDs, locks, errno checks, strict JSON objects) is defined once.
         .testTarget(name: "SourceRuleTests"),
         // Fuzzing: the targets (parsers of untrusted input), the libFuzzer driver that Toolchain/fuzz
         // builds with sanitizers (here it only replays files), and the replay of Tests/FuzzCorpus.

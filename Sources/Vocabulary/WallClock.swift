@@ -10,9 +10,10 @@ public enum WallClock {
     /// Milliseconds since 1970 by CLOCK_REALTIME.
     public static func milliseconds() -> UInt64 {
         var time = timespec()
-        // CLOCK_REALTIME with a valid pointer cannot fail (EINVAL/EFAULT only): a failure is a bug.
+        // Below IO, so not through `Syscall`: with CLOCK_REALTIME and a valid pointer it cannot fail
+        // (EINVAL and EFAULT are its only errors), so a failure is a bug.
         let rc = clock_gettime(CLOCK_REALTIME, &time)
-        precondition(rc == 0, "clock_gettime(CLOCK_REALTIME) failed: errno \(errno)")
+        precondition(rc == 0, "clock_gettime(CLOCK_REALTIME) failed")
         return UInt64(time.tv_sec) * 1000 + UInt64(time.tv_nsec) / 1_000_000
     }
 
