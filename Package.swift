@@ -32,8 +32,9 @@ let package = Package(
         // Crypto on mbedTLS: SHA-256, .p8 keys, ES256 provider tokens and their generations, the
         // simulator's certificate authority, TLS configuration. JSONCore parses JWT headers and claims.
         .target(name: "Crypto", dependencies: ["CMbedTLS", "JSONCore", "Vocabulary"]),
-        // The runtime floor: an epoll loop per thread with a timer heap, checked system calls, owned
-        // file descriptors, name resolution off the loop, Happy Eyeballs connects. No TLS, no HTTP.
+        // The runtime floor: an epoll loop per thread with a timer heap, checked system calls (the one
+        // errno wrapper), threads and the one mutex/condition type, owned file descriptors, name
+        // resolution off the loop, Happy Eyeballs connects. No TLS, no HTTP.
         .target(name: "IO", dependencies: ["CSystem"]),
         // HTTP/2 over TLS: a sans-I/O session on nghttp2 (bytes in, events out) shared by the client
         // and server connections. Generic: nothing about APNs.
