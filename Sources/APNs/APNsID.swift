@@ -38,7 +38,7 @@ public struct APNsID: Sendable, Hashable, CustomStringConvertible {
 
     /// 8-4-4-4-12 hex digits with no upper-case letter.
     private static func isCanonical(_ text: String) -> Bool {
-        guard let parsed = UUIDText.parse(text.utf8) else { return false }
-        return parsed.letters == .none || parsed.letters == .lowercase
+        let letters = UUIDText.letters(text.utf8)
+        return letters == .digitsOnly || letters == .lowercase
     }
 }

@@ -121,14 +121,13 @@ enum StoreKeys {
     }
 
     private static func compactUUID(_ text: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
-        guard let uuid = UUIDText.parse(text) else { return nil }
-        let marker: UInt8
-        switch uuid.letters {
-        case .none, .lowercase: marker = lowercaseUUID
-        case .uppercase: marker = uppercaseUUID
-        case .mixed: return nil // mixed case would not come back as written
+        var key = [UInt8](repeating: 0, count: 17)
+        switch key.withUnsafeMutableBytes({ UUIDText.parse(text, into: UnsafeMutableRawBufferPointer(rebasing: $0[1...])) }) {
+        case nil, .mixed?: return nil // not a UUID; mixed case would not come back as written
+        case .digitsOnly?, .lowercase?: key[0] = lowercaseUUID
+        case .uppercase?: key[0] = uppercaseUUID
         }
-        return [marker] + uuid.bytes
+        return key
     }
 
     /// The id of an `installations` key.

@@ -24,12 +24,13 @@ public enum UUIDText {
     }
 
     /// Which letters a UUID's digits use: a mixed-case one would not come back as written.
-    public enum Letters: Sendable { case none, lowercase, uppercase, mixed }
+    public enum Letters: Sendable { case digitsOnly, lowercase, uppercase, mixed }
 
-    /// The 16 bytes of `text` and the case of its letters, or nil when it is not 8-4-4-4-12 hex.
-    public static func parse(_ text: some Collection<UInt8>) -> (bytes: [UInt8], letters: Letters)? {
+    /// Writes the 16 bytes of `text` into `bytes` (zeroed, 16 long) and returns the case of its
+    /// letters, or nil when it is not 8-4-4-4-12 hex. The store's keys parse straight into theirs.
+    public static func parse(_ text: some Collection<UInt8>, into bytes: UnsafeMutableRawBufferPointer) -> Letters? {
         guard text.count == 36 else { return nil }
-        var bytes = [UInt8](repeating: 0, count: 16)
+        precondition(bytes.count == 16, "a UUID has 16 bytes")
         var lower = false, upper = false
         var nibble = 0
         for (index, byte) in text.enumerated() {
@@ -42,6 +43,14 @@ public enum UUIDText {
             bytes[nibble / 2] |= nibble % 2 == 0 ? value << 4 : value
             nibble += 1
         }
-        return (bytes, lower ? (upper ? .mixed : .lowercase) : (upper ? .uppercase : .none))
+        return lower ? (upper ? .mixed : .lowercase) : (upper ? .uppercase : .digitsOnly)
+    }
+
+    /// The case of `text`'s letters, or nil when it is not a UUID.
+    public static func letters(_ text: some Collection<UInt8>) -> Letters? {
+        withUnsafeTemporaryAllocation(byteCount: 16, alignment: 1) { bytes in
+            bytes.initializeMemory(as: UInt8.self, repeating: 0)
+            return parse(text, into: bytes)
+        }
     }
 }
