@@ -78,6 +78,7 @@ let package = Package(
         // The API server against a real HTTP/1.1 client: curl.
         .testTarget(name: "HTTPAPITests", dependencies: ["HTTPAPI"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "JSONCore"]),
+        .testTarget(name: "VocabularyTests", dependencies: ["Vocabulary"]),
         .testTarget(name: "SenderTests", dependencies: ["Sender", "Simulator", "IO", "HTTP2", "Crypto", "APNs", "Vocabulary"]),
         // Keys, JWTs and certificates checked against independent implementations (openssl, Python).
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "CMbedTLS"], exclude: ["Fixtures"]),
