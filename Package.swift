@@ -19,15 +19,22 @@ let package = Package(
         .systemLibrary(name: "CHiredis", path: "Sources/CHiredis", providers: debian),
         .systemLibrary(name: "CSystem", path: "Sources/CSystem"),
 
-        // JSON without Foundation: a strict parser and an ordered writer (payloads, CLI output).
-        .target(name: "JSONCore"),
+        // Below every other module: the words they all spell the same way — `Hex` (the one digit
+        // table; JSON's \u00XX, tokens, digests, %XX), `WallClock` (the one CLOCK_REALTIME read) and
+        // `UUIDText` (the one UUID layout). Its own target because JSONCore and APNs need hex and
+        // Crypto needs the clock, and none of them may depend on IO, HTTP or each other's concerns.
+        .target(name: "Vocabulary"),
+        // JSON without Foundation: a strict parser, an ordered writer (payloads, CLI output) and the
+        // one strict object reader (`JSONObjectFields`: unknown or repeated members refused by name).
+        .target(name: "JSONCore", dependencies: ["Vocabulary"]),
         // The APNs protocol as plain values: requests, Live Activity payloads, responses. No I/O, no C.
-        .target(name: "APNs", dependencies: ["JSONCore"]),
+        .target(name: "APNs", dependencies: ["JSONCore", "Vocabulary"]),
         // Crypto on mbedTLS: SHA-256, .p8 keys, ES256 provider tokens and their generations, the
         // simulator's certificate authority, TLS configuration. JSONCore parses JWT headers and claims.
-        .target(name: "Crypto", dependencies: ["CMbedTLS", "JSONCore"]),
-        // The runtime floor: an epoll loop per thread with a timer heap, checked system calls, owned
-        // file descriptors, name resolution off the loop, Happy Eyeballs connects. No TLS, no HTTP.
+        .target(name: "Crypto", dependencies: ["CMbedTLS", "JSONCore", "Vocabulary"]),
+        // The runtime floor: an epoll loop per thread with a timer heap, checked system calls (the one
+        // errno wrapper), threads and the one mutex/condition type, owned file descriptors, name
+        // resolution off the loop, Happy Eyeballs connects. No TLS, no HTTP.
         .target(name: "IO", dependencies: ["CSystem"]),
         // HTTP/2 over TLS: a sans-I/O session on nghttp2 (bytes in, events out) shared by the client
         // and server connections. Generic: nothing about APNs.
@@ -36,22 +43,24 @@ let package = Package(
         // a server with its loop on its own thread. Every libevent pointer stays inside. No routes.
         .target(name: "HTTPAPI", dependencies: ["CLibEvent", "CSystem", "IO", "JSONCore"]),
         // The LMDB token store.
-        // APNs: for DeviceToken.maximumByteCount, the one bound on a token's length.
-        .target(name: "TokenStore", dependencies: ["CLMDB", "JSONCore", "APNs"]),
+        // APNs: for DeviceToken.maximumByteCount, the one bound on a token's length. IO: the checked
+        // system calls (`Syscall`) and `ConditionLock` of its writer thread and queue.
+        .target(name: "TokenStore", dependencies: ["CLMDB", "JSONCore", "APNs", "IO", "Vocabulary"]),
         // The command line: one table-driven parser, one file per sub-command.
-        .target(name: "SokuhoCLI", dependencies: ["JSONCore", "APNs", "Crypto", "IO", "HTTP2", "HTTPAPI", "Sender", "Simulator", "TokenStore", "Fanout", "Daemon"]),
+        .target(name: "SokuhoCLI", dependencies: ["JSONCore", "APNs", "Crypto", "IO", "HTTP2", "HTTPAPI", "Sender", "Simulator", "TokenStore", "Fanout", "Daemon", "Vocabulary"]),
         // `sokuho serve`: its configuration (one JSON file, flags and SOKUHO_* variables on top,
-        // checked whole at start); the daemon itself comes next.
+        // checked whole at start, re-read on SIGHUP) and the daemon itself: the store, a warm
+        // connection pool per app, the HTTP API, the event queue and the cluster's side.
         // openapi.json describes the HTTP API; SimulatorTests/OpenAPITests checks the server against it.
-        .target(name: "Daemon", dependencies: ["APNs", "Crypto", "JSONCore", "Fanout", "Sender", "TokenStore", "HTTPAPI", "HTTP2", "IO", "CSystem", "Cluster"],
+        .target(name: "Daemon", dependencies: ["APNs", "Crypto", "JSONCore", "Fanout", "Sender", "TokenStore", "HTTPAPI", "HTTP2", "IO", "CSystem", "Cluster", "Vocabulary"],
                 exclude: ["openapi.json"]),
         // Live Activity events from the token store: scan → starts per group → pool → outcomes →
         // store writes (checkpoints, pruning), plus the event's broadcasts and channels.
-        .target(name: "Fanout", dependencies: ["APNs", "Crypto", "HTTP2", "IO", "JSONCore", "Sender", "TokenStore"]),
+        .target(name: "Fanout", dependencies: ["APNs", "Crypto", "HTTP2", "IO", "JSONCore", "Sender", "TokenStore", "Vocabulary"]),
         // The sending engine: connection pool, push jobs, retries, outcomes.
-        .target(name: "Sender", dependencies: ["APNs", "IO", "HTTP2", "Crypto"]),
+        .target(name: "Sender", dependencies: ["APNs", "IO", "HTTP2", "Crypto", "Vocabulary"]),
         // The APNs look-alike for tests, demo and benchmarks.
-        .target(name: "Simulator", dependencies: ["APNs", "IO", "HTTP2", "Crypto", "JSONCore"]),
+        .target(name: "Simulator", dependencies: ["APNs", "IO", "HTTP2", "Crypto", "JSONCore", "Vocabulary"]),
         // Several nodes through Valkey/Redis Streams (issue 15): a small typed client on hiredis —
         // stream commands, consumer groups, leases with fencing tokens. Every hiredis pointer stays inside.
         .target(name: "Cluster", dependencies: ["CHiredis"]),
@@ -61,23 +70,25 @@ let package = Package(
         .testTarget(name: "SokuhoCLITests", dependencies: ["SokuhoCLI", "Daemon", "APNs", "Crypto"]),
         // A raw HTTP/2 client (no retries, no APNs rules) for the transport and simulator tests.
         .target(name: "HTTP2TestSupport", dependencies: ["HTTP2", "IO"], path: "Tests/HTTP2TestSupport"),
-        .testTarget(name: "HTTP2Tests", dependencies: ["IO", "HTTP2", "HTTP2TestSupport", "Crypto", "CNghttp2"]),
+        .testTarget(name: "HTTP2Tests", dependencies: ["IO", "HTTP2", "HTTP2TestSupport", "Crypto", "CNghttp2", "Vocabulary"]),
         // End to end: the simulator on loopback, driven by the CLI in-process, raw HTTP/2 and curl.
-        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "SokuhoCLI", "APNs", "Crypto", "IO", "HTTP2", "HTTP2TestSupport", "JSONCore", "Fanout", "TokenStore", "RedisTestSupport", "Cluster"],
+        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "SokuhoCLI", "APNs", "Crypto", "IO", "HTTP2", "HTTP2TestSupport", "JSONCore", "Fanout", "TokenStore", "RedisTestSupport", "Cluster", "Vocabulary"],
                     // The bad-input corpus: test data read by BadInputTests from the source tree, not resources.
                     exclude: ["BadInputs"]),
         // The API server against a real HTTP/1.1 client: curl.
         .testTarget(name: "HTTPAPITests", dependencies: ["HTTPAPI"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "JSONCore"]),
-        .testTarget(name: "SenderTests", dependencies: ["Sender", "Simulator", "IO", "HTTP2", "Crypto", "APNs"]),
+        .testTarget(name: "VocabularyTests", dependencies: ["Vocabulary"]),
+        .testTarget(name: "SenderTests", dependencies: ["Sender", "Simulator", "IO", "HTTP2", "Crypto", "APNs", "Vocabulary"]),
         // Keys, JWTs and certificates checked against independent implementations (openssl, Python).
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "CMbedTLS"], exclude: ["Fixtures"]),
-        .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "JSONCore"]),
+        .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "JSONCore", "IO"]),
         // The cluster client against a real redis-server the tests start on loopback.
         .testTarget(name: "ClusterTests", dependencies: ["Cluster", "RedisTestSupport"]),
         // A redis-server of the test's own on a free loopback port (ClusterTests, the cluster's end-to-end tests).
         .target(name: "RedisTestSupport", dependencies: ["Cluster"], path: "Tests/RedisTestSupport"),
-        // The C return-code rules of the checked wrappers, checked by reading the sources.
+        // Rules checked by reading the sources: the C return codes go through the checked wrappers,
+        // and the vocabulary (hex, wall clock, UUIDs, locks, errno checks, strict JSON objects) is defined once.
         .testTarget(name: "SourceRuleTests"),
         // Fuzzing: the targets (parsers of untrusted input), the libFuzzer driver that Toolchain/fuzz
         // builds with sanitizers (here it only replays files), and the replay of Tests/FuzzCorpus.

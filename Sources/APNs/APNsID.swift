@@ -1,3 +1,5 @@
+import Vocabulary
+
 /// The `apns-id` of a push (and the `apns-request-id` of broadcast and channel requests): a canonical
 /// lower-case UUID, 8-4-4-4-12 hex digits. Setting our own lets the event report and the Push
 /// Notifications Console name the same push.
@@ -21,17 +23,7 @@ public struct APNsID: Sendable, Hashable, CustomStringConvertible {
             let word = generator.next()
             for index in 0..<8 { bytes[half * 8 + index] = UInt8(truncatingIfNeeded: word >> (UInt64(index) * 8)) }
         }
-        bytes[6] = (bytes[6] & 0x0f) | 0x40  // version 4
-        bytes[8] = (bytes[8] & 0x3f) | 0x80  // RFC 4122 variant
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(36)
-        for (index, byte) in bytes.enumerated() {
-            if index == 4 || index == 6 || index == 8 || index == 10 { out.append(UInt8(ascii: "-")) }
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0f)])
-        }
-        return APNsID(checked: String(decoding: out, as: UTF8.self))
+        return APNsID(checked: UUIDText.version4(bytes))
     }
 
     /// A random UUID from the system's cryptographic generator.
@@ -44,16 +36,9 @@ public struct APNsID: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { text }
 
+    /// 8-4-4-4-12 hex digits with no upper-case letter.
     private static func isCanonical(_ text: String) -> Bool {
-        let utf8 = text.utf8
-        guard utf8.count == 36 else { return false }
-        for (index, byte) in utf8.enumerated() {
-            if index == 8 || index == 13 || index == 18 || index == 23 {
-                guard byte == UInt8(ascii: "-") else { return false }
-            } else {
-                guard (byte >= 0x30 && byte <= 0x39) || (byte >= 0x61 && byte <= 0x66) else { return false }
-            }
-        }
-        return true
+        let letters = UUIDText.letters(text.utf8)
+        return letters == .digitsOnly || letters == .lowercase
     }
 }

@@ -1,3 +1,5 @@
+import Vocabulary
+
 /// Checks shared by every value that ends up in a header or a `:path`: nghttp2 refuses control
 /// characters and a stray `/` or space would change the path, so they are refused here with the field's name.
 enum HeaderValueText {
@@ -17,9 +19,7 @@ enum HeaderValueText {
         (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a)
     }
 
-    static func isHexDigit(_ byte: UInt8) -> Bool {
-        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x46) || (byte >= 0x61 && byte <= 0x66)
-    }
+    static func isHexDigit(_ byte: UInt8) -> Bool { Hex.value(byte) != nil }
 
     /// `text` cut to a length fit for an error message, control characters shown as `\u{…}`.
     static func printable(_ text: String) -> String {

@@ -1,5 +1,6 @@
 import CMbedTLS
 import Glibc
+import Vocabulary
 
 /// A certificate and its private key, e.g. the simulator's TLS server identity.
 public struct IssuedCertificate: Sendable {
@@ -27,7 +28,7 @@ public struct CertificateAuthority: Sendable {
 
     /// A new CA with a fresh key, valid from an hour before `now` for `validityDays`.
     public static func generate(commonName: String = "Sokuho Simulator Test CA", validityDays: Int = 3650,
-                                now: Int64 = SystemClock.seconds()) throws(CryptoError) -> CertificateAuthority {
+                                now: Int64 = WallClock.seconds()) throws(CryptoError) -> CertificateAuthority {
         let key = try SigningKey.generate(source: "the CA key")
         let subject = distinguishedName(commonName: commonName)
         let pem = try key.withContext { (pk: PKContext) throws(CryptoError) -> String in
@@ -41,7 +42,7 @@ public struct CertificateAuthority: Sendable {
     /// signed by this CA, with extendedKeyUsage serverAuth.
     public func issueServerCertificate(commonName: String = "localhost", dnsNames: [String] = ["localhost"],
                                        ipAddresses: [String] = ["127.0.0.1", "::1"], validityDays: Int = 825,
-                                       now: Int64 = SystemClock.seconds()) throws(CryptoError) -> IssuedCertificate {
+                                       now: Int64 = WallClock.seconds()) throws(CryptoError) -> IssuedCertificate {
         let extensions: [(oid: [UInt8], value: [UInt8])] = [
             (CertificateExtensions.subjectAltNameOID,
              try CertificateExtensions.subjectAltName(dnsNames: dnsNames, ipAddresses: ipAddresses)),

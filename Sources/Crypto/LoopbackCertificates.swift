@@ -1,3 +1,5 @@
+import Vocabulary
+
 /// The files a simulator needs to serve TLS on loopback, and a client needs to trust it.
 public struct LoopbackCertificates: Sendable {
     /// The CA certificate to give clients (`--ca-file`, `curl --cacert`).
@@ -11,7 +13,7 @@ public struct LoopbackCertificates: Sendable {
     /// any extra names) and writes `ca.pem`, `server.pem` and `server-key.pem` into `directory`.
     /// The CA's key is not written: nothing else can ever be signed by it.
     public static func generate(in directory: String, extraDNSNames: [String] = [], extraIPAddresses: [String] = [],
-                                now: Int64 = SystemClock.seconds()) throws(CryptoError) -> LoopbackCertificates {
+                                now: Int64 = WallClock.seconds()) throws(CryptoError) -> LoopbackCertificates {
         let files = LoopbackCertificates(caCertificatePath: directory + "/ca.pem", serverCertificatePath: directory + "/server.pem",
                                          serverKeyPath: directory + "/server-key.pem")
         let authority = try CertificateAuthority.generate(now: now)

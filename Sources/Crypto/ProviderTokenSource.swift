@@ -1,4 +1,5 @@
 import Synchronization
+import Vocabulary
 
 /// Which token generation a connection presents, and since when (Unix seconds). A connection owns
 /// one, starting from nil (a new connection), and hands it to `ProviderTokenSource.token(for:)`
@@ -65,7 +66,7 @@ public final class ProviderTokenSource: Sendable {
     private let now: @Sendable () -> Int64
     private let state = Mutex(State())
 
-    public init(signer: ProviderTokenSigner, now: @escaping @Sendable () -> Int64 = SystemClock.seconds) {
+    public init(signer: ProviderTokenSigner, now: @escaping @Sendable () -> Int64 = WallClock.seconds) {
         self.signer = signer
         self.now = now
     }

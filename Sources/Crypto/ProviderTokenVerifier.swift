@@ -1,5 +1,6 @@
 import JSONCore
 import Synchronization
+import Vocabulary
 
 /// Why a provider token was refused, precise enough for logs and tests; `apnsReason` is the reason
 /// APNs gives for it (APNS.md, 403 table).
@@ -96,7 +97,7 @@ public final class ProviderTokenVerifier: Sendable {
     ///   - maximumAge: the oldest `iat` accepted, in seconds (APNs: one hour).
     ///   - allowedClockSkew: how far in the future `iat` may be, in seconds.
     public init(trusting keys: [TrustedKey], maximumAge: Int64 = 3600, allowedClockSkew: Int64 = 0,
-                now: @escaping @Sendable () -> Int64 = SystemClock.seconds) {
+                now: @escaping @Sendable () -> Int64 = WallClock.seconds) {
         self.keys = Dictionary(keys.map { ($0.keyID, $0) }, uniquingKeysWith: { _, last in last })
         self.maximumAge = maximumAge
         self.allowedClockSkew = allowedClockSkew

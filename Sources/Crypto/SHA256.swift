@@ -1,4 +1,5 @@
 import CMbedTLS
+import Vocabulary
 
 /// SHA-256 through mbedTLS: used for JWT signing input and for API secret hashes.
 public enum SHA256 {

@@ -32,7 +32,7 @@ enum AppReading {
         var caFile: String?
     }
 
-    private static let members: [JSONMember<Draft>] = [
+    private static let members: [JSONMember<Draft, ConfigurationError>] = [
         JSONMember("bundleID") { (value, field, draft) throws(ConfigurationError) in
             let text = try SettingValue.string(.json(value), field: field, expected: "the app's bundle ID")
             do throws(ValidationError) { draft.bundleID = try BundleID(text) } catch { throw ConfigurationError(field: field, error.message) }
@@ -61,7 +61,7 @@ enum AppReading {
 
     private static func app(_ value: JSONValue, path: String) throws(ConfigurationError) -> ServeConfiguration.App {
         var draft = Draft()
-        try JSONObjectReading.read(value, path: path, what: "an app", members: members, into: &draft)
+        try JSONObjectFields.read(value, path: path, root: "configuration", what: "an app", members: members, into: &draft)
         func missing(_ key: String, _ what: String) -> ConfigurationError { ConfigurationError(field: "\(path).\(key)", "is required: \(what)") }
         guard let bundleID = draft.bundleID else { throw missing("bundleID", "the app's bundle ID, e.g. com.example.quake") }
         guard let teamID = draft.teamID else { throw missing("teamID", "the 10-character Team ID the key belongs to") }

@@ -38,7 +38,7 @@ extension Router {
             let policy: MessageStoragePolicy
             let runtime: AppRuntime
             do {
-                var fields = try EventFields(json: request.body, root: "body")
+                var fields = try JSONObjectFields<EventError>(json: request.body, root: "body")
                 let app = try fields.required("app") { (value, field) throws(EventError) in try Self.bundle(value.stringValue, field: field) }
                 let environment = try fields.required("environment") { (value, field) throws(EventError) in
                     try Self.environment(value.stringValue, field: field)

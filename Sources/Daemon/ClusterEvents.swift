@@ -3,6 +3,7 @@ import Fanout
 import IO
 import JSONCore
 import TokenStore
+import Vocabulary
 
 /// Events in a cluster: an event submitted to any node is offered to the cluster's ledger in Redis
 /// (dedup by key and serial across every node, then one stream entry per shard — `EventLedger`),
@@ -79,7 +80,7 @@ extension Service {
         let accept = { () throws(RedisError) -> EventAcceptance in
             try cluster.api { connection throws(RedisError) in
                 try connection.acceptEvent(key: event.key, serial: event.serial, bodyHash: bodyHash, body: event.canonicalJSON, shards: count,
-                                           node: cluster.node, now: TokenLineParser.realtimeMilliseconds())
+                                           node: cluster.node, now: WallClock.milliseconds())
             }
         }
         let answer: EventAcceptance

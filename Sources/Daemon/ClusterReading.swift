@@ -44,7 +44,7 @@ enum ClusterReading {
         let value = try SettingValue.json(input, field: field, expected: "a JSON object")
         if case .null = value { return nil }
         var draft = Draft()
-        try JSONObjectReading.read(value, path: field, what: "the cluster section", members: members, into: &draft)
+        try JSONObjectFields.read(value, path: field, root: "configuration", what: "the cluster section", members: members, into: &draft)
         guard let redis = draft.redis else {
             throw ConfigurationError(field: field + ".redis", "is required: the Valkey/Redis server as HOST:PORT, e.g. \"10.0.0.5:6379\"")
         }
@@ -67,7 +67,7 @@ enum ClusterReading {
         var streamLength = ServeConfiguration.Cluster.defaultStreamLength
     }
 
-    private static let members: [JSONMember<Draft>] = [
+    private static let members: [JSONMember<Draft, ConfigurationError>] = [
         JSONMember("redis") { (value, field, draft) throws(ConfigurationError) in
             draft.redis = try SettingValue.endpoint(try SettingValue.string(.json(value), field: field, expected: "HOST:PORT"), field: field)
         },

@@ -13,9 +13,9 @@ extension ServeConfiguration {
             let root: JSONValue
             do { root = try JSONParser.parse(file) } catch { throw ConfigurationError(field: "configuration", "is not valid JSON: \(error)") }
             let members = ServeSetting.all.map { setting in
-                JSONMember<ServeConfiguration>(setting.key) { (value, field, config) throws(ConfigurationError) in try setting.apply(.json(value), field, &config) }
+                JSONMember<ServeConfiguration, ConfigurationError>(setting.key) { (value, field, config) throws(ConfigurationError) in try setting.apply(.json(value), field, &config) }
             }
-            try JSONObjectReading.read(root, path: "", what: "the sokuho serve configuration", members: members, into: &config)
+            try JSONObjectFields.read(root, path: "", root: "configuration", what: "the sokuho serve configuration", members: members, into: &config)
         }
         for setting in ServeSetting.all {
             // An empty variable counts as unset, as for every other command's variables.

@@ -1,6 +1,7 @@
 import Fanout
 import IO
 import TokenStore
+import Vocabulary
 
 /// Whether an app's credentials still work, found out in the quiet weeks rather than at the
 /// earthquake: a revoked key, a team's lapsed membership or a switched-off broadcast capability
@@ -26,7 +27,7 @@ struct CredentialCheck: Sendable {
         return result
     }
 
-    private static func now() -> Int64 { Int64(TokenLineParser.realtimeMilliseconds() / 1000) }
+    private static func now() -> Int64 { WallClock.seconds() }
 }
 
 /// The credential checks of every app: at start, then every `interval`.

@@ -3,9 +3,10 @@ import Crypto
 import Fanout
 import JSONCore
 import TokenStore
+import Vocabulary
 
 /// The checks of an API body's values that name the body's field (the object itself is read
-/// strictly by `EventFields`, as events are: a repeated or unknown member is refused by its name,
+/// strictly by `JSONObjectFields`, as events are: a repeated or unknown member is refused by its name,
 /// so a phone sending "topic" for "topics" learns it at once instead of following nothing).
 enum BodyFields {
     /// A name the store takes (installation id, topic, event key): its limits, checked here so the
@@ -39,7 +40,7 @@ package struct InstallationBody {
     var broadcast: Bool?
 
     package init(json bytes: [UInt8]) throws(EventError) {
-        var fields = try EventFields(json: bytes, root: "body")
+        var fields = try JSONObjectFields<EventError>(json: bytes, root: "body")
         app = try fields.required("app") { (value, field) throws(EventError) in
             guard let text = value.stringValue else { throw EventError(field: field, "must be the app's bundle ID as a string") }
             do throws(ValidationError) { return try BundleID(text) } catch { throw EventError(field: field, error.message) }
@@ -60,7 +61,7 @@ package struct InstallationBody {
             var topics: [TopicSubscription] = []
             var names: Set<String> = []
             for (index, item) in items.enumerated() {
-                var topic = try EventFields(item, path: "\(field)[\(index)].", root: "body")
+                var topic = try JSONObjectFields<EventError>(item, path: "\(field)[\(index)]", root: "body")
                 let name = try topic.required("name") { (value, field) throws(EventError) in try BodyFields.name(value, field: field) }
                 let level: UInt8 = try topic.optional("minLevel") { (value, field) throws(EventError) -> UInt8 in
                     guard let number = value.int64Value, (0...255).contains(number) else { throw EventError(field: field, "must be a whole number from 0 to 255") }
@@ -91,7 +92,7 @@ package struct ActivityBody {
     var topic: String?
 
     package init(json bytes: [UInt8]) throws(EventError) {
-        var fields = try EventFields(json: bytes, root: "body")
+        var fields = try JSONObjectFields<EventError>(json: bytes, root: "body")
         eventKey = try fields.required("eventKey") { (value, field) throws(EventError) in try BodyFields.name(value, field: field) }
         activityID = try fields.required("activityId") { (value, field) throws(EventError) in try BodyFields.name(value, field: field) }
         token = try fields.required("token") { (value, field) throws(EventError) in try BodyFields.token(value, field: field) }

@@ -4,6 +4,7 @@ import Fanout
 import HTTPAPI
 import JSONCore
 import TokenStore
+import Vocabulary
 
 /// The app-facing API, called by phones (no admin token):
 /// - `POST /v1/installations`: a first registration; 201 with the installation's secret, shown
@@ -102,7 +103,7 @@ extension Router {
     /// One registration per token kind given, each with the body's topics. `registeredAt` is now:
     /// this is the phone itself registering, which is what a later 410's timestamp is compared with.
     private static func registrations(_ body: InstallationBody, id: String, secretHash: [UInt8]?) -> [WriteOperation] {
-        let now = TokenLineParser.realtimeMilliseconds()
+        let now = WallClock.milliseconds()
         return body.tokens.map { token in
             .register(TokenRegistration(installationID: id, app: body.app.text, environment: body.environment, kind: token.kind,
                                         token: token.token, topics: body.topics, secretHash: secretHash, registeredAt: now,
@@ -121,7 +122,7 @@ extension Router {
         let body: ActivityBody
         do { body = try ActivityBody(json: request.body) } catch { return Self.invalid(error) }
         let record = ActivityRecord(id: body.activityID, app: installation.app, environment: installation.environment, updateToken: body.token,
-                                    eventKey: body.eventKey, startedAt: TokenLineParser.realtimeMilliseconds(), topic: body.topic)
+                                    eventKey: body.eventKey, startedAt: WallClock.milliseconds(), topic: body.topic)
         var writer = JSONWriter()
         writer.beginObject(); writer.key("activityId"); writer.string(body.activityID); writer.endObject()
         return write([.putActivity(record)], service: service, success: .json(status: 201, writer.bytes))
@@ -187,16 +188,7 @@ extension Router {
 
     /// A version 4 UUID from the system's random source: an id no other phone will pick.
     static func newInstallationID() -> String {
-        var bytes = RandomSource.shared.bytes(16)
-        bytes[6] = bytes[6] & 0x0f | 0x40
-        bytes[8] = bytes[8] & 0x3f | 0x80
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        for (index, byte) in bytes.enumerated() {
-            if [4, 6, 8, 10].contains(index) { text.append(UInt8(ascii: "-")) }
-            text.append(digits[Int(byte >> 4)]); text.append(digits[Int(byte & 0x0f)])
-        }
-        return String(decoding: text, as: UTF8.self)
+        UUIDText.version4(RandomSource.shared.bytes(16))
     }
 }
 

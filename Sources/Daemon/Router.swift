@@ -3,6 +3,7 @@ import Fanout
 import HTTPAPI
 import JSONCore
 import TokenStore
+import Vocabulary
 
 /// The daemon's HTTP API: which path does what, who may call it, and the JSON it answers. Runs on
 /// the HTTP thread; everything slow (a fan-out) is handed to the event queue, so a request is
@@ -156,7 +157,6 @@ package final class Router: @unchecked Sendable {
 
     /// Every byte but the unreserved ones (and `/` when `keepingSlash`) as %XX.
     static func percentEncoded(_ text: String, keepingSlash: Bool) -> String {
-        let digits = Array("0123456789ABCDEF".utf8)
         var bytes: [UInt8] = []
         for byte in text.utf8 {
             switch byte {
@@ -166,7 +166,8 @@ package final class Router: @unchecked Sendable {
             case UInt8(ascii: "/") where keepingSlash:
                 bytes.append(byte)
             default:
-                bytes += [UInt8(ascii: "%"), digits[Int(byte >> 4)], digits[Int(byte & 0x0f)]]
+                bytes.append(UInt8(ascii: "%"))
+                Hex.append(byte, to: &bytes, uppercase: true)
             }
         }
         return String(decoding: bytes, as: UTF8.self)

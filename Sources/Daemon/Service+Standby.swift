@@ -4,6 +4,7 @@ import Glibc
 import IO
 import Synchronization
 import TokenStore
+import Vocabulary
 
 /// The store a `Service` reads and writes. One holder, shared with the event queue, so a standby
 /// can swap the store for a newer backup without either keeping the old one.
@@ -86,7 +87,7 @@ extension Service {
                     store = try TokenStore(directory: configuration.storePath)
                 }
                 metrics.forgetTokenStatistics()
-                backupAppliedAt.store(Int(TokenLineParser.realtimeMilliseconds() / 1000), ordering: .releasing)
+                backupAppliedAt.store(Int(WallClock.seconds()), ordering: .releasing)
                 return "sokuho serve: standby: applied the backup \(file): \(staged.report.installations) installations, \(staged.report.tokens) tokens"
             } catch {
                 return "sokuho serve: standby: the backup \(file) was not applied (\(error.description)); keeping the store as it was"

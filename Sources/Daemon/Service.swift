@@ -10,6 +10,7 @@ import JSONCore
 import Sender
 import Synchronization
 import TokenStore
+import Vocabulary
 
 /// `sokuho serve` at run time: the token store, one warm pool per configured app, the event queue,
 /// and the HTTP API on its own thread. The API's routes are in `Router`; what it counts is in
@@ -239,7 +240,7 @@ public final class Service: Sendable {
                 }
                 if same.phase == .done, let report = FanoutReport(json: same.report) { return .alreadySent(report) }
             } else {
-                let now = TokenLineParser.realtimeMilliseconds()
+                let now = WallClock.milliseconds()
                 try store.write([.putEventSerial(EventSerialRecord(eventKey: event.key, serial: event.serial, bodyHash: hash, phase: .sending,
                                                                    startedAt: now, updatedAt: now, body: event.canonicalJSON))])
             }

@@ -131,7 +131,7 @@ enum SettingValue {
         case .json(.null): return nil
         case let .json(value):
             var draft: (perSecond: Int?, burst: Int?) = (nil, nil)
-            try JSONObjectReading.read(value, path: field, what: "a rate limit", members: [
+            try JSONObjectFields.read(value, path: field, root: "configuration", what: "a rate limit", members: [
                 JSONMember("perSecond") { (value, field, draft) throws(ConfigurationError) in draft.perSecond = try integer(.json(value), field: field, in: range) },
                 JSONMember("burst") { (value, field, draft) throws(ConfigurationError) in draft.burst = try integer(.json(value), field: field, in: range) },
             ], into: &draft)

@@ -4,6 +4,7 @@ import HTTP2
 import IO
 import Sender
 import TokenStore
+import Vocabulary
 
 /// How a fan-out reaches APNs and what it may do beyond the event's own fields.
 public struct FanoutOptions: Sendable {
@@ -69,7 +70,7 @@ public struct FanoutResult: Sendable {
 /// writes (checkpoints, pruning). See the README's "Events" section for the semantics.
 public enum Fanout {
     public static func run(_ event: FanoutEvent, store: TokenStore, options: FanoutOptions) throws(FanoutError) -> FanoutResult {
-        let startedAt = Clock.milliseconds()
+        let startedAt = WallClock.milliseconds()
         let runStart = MonotonicInstant.now()
         let records = try storeCall { () throws(StoreError) in try store.eventRecords(eventKey: event.recordKey) }
         let bodyHash = SHA256.hash(event.canonicalJSON)
@@ -208,7 +209,7 @@ public enum Fanout {
                 if stopped == nil && sink.windows[plan.window].isSettled {
                     writes.append(.putStartProgress(StartProgress(eventKey: event.recordKey, topic: plan.group.topic, app: event.app.text,
                                                                   environment: event.environment, doneLevel: plan.level,
-                                                                  updatedAt: Clock.milliseconds())))
+                                                                  updatedAt: WallClock.milliseconds())))
                 } else if let progress = scanner.checkpoint(plan.window) {
                     writes.append(.putStartProgress(progress))
                 }
@@ -238,7 +239,7 @@ public enum Fanout {
         if let earlier { report = report.adding(earlier) }
         var final = record
         final.phase = stopped == nil ? .done : .stopped
-        final.updatedAt = Clock.milliseconds()
+        final.updatedAt = WallClock.milliseconds()
         final.report = report.json
         try storeCall { () throws(StoreError) in _ = try store.write([.putEventSerial(final)]) }
         return FanoutResult(report: report, delivered: samples, latency: latency, peakMemory: peakMemory)
@@ -337,7 +338,7 @@ public enum Fanout {
             try forEachHandled(progress, store: store) { hash, _ in tally.markHandled(hash) }
         }
         guard let limit = options.startLimit else { return tally }
-        let since = Clock.milliseconds() - UInt64(options.startWindow.milliseconds)
+        let since = WallClock.milliseconds() - UInt64(options.startWindow.milliseconds)
         // A shard's records count as its event's: one event is one start, whichever shard sent it.
         let recent = try storeCall { () throws(StoreError) in try store.startProgress(updatedSince: since) }
             .filter { eventKey(of: $0) != event.key && $0.app == event.app.text && $0.environment == event.environment }

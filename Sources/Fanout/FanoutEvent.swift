@@ -72,7 +72,7 @@ public struct FanoutEvent: Sendable {
     public init(json bytes: [UInt8]) throws(EventError) {
         let root: JSONValue
         do { root = try JSONParser.parse(bytes) } catch { throw EventError(field: "event", "is not valid JSON: \(error)") }
-        var fields = try EventFields(root, path: "", root: "event")
+        var fields = try JSONObjectFields<EventError>(root, path: "", root: "event")
         app = try fields.required("app") { (value, field) throws(EventError) in
             guard let text = value.stringValue else { throw EventError(field: field, "must be the app's bundle ID as a string") }
             do throws(ValidationError) { return try BundleID(text) } catch { throw EventError(field: field, error.message) }
@@ -81,7 +81,7 @@ public struct FanoutEvent: Sendable {
             guard let text = value.stringValue else { throw EventError(field: field, "must be \"production\" or \"sandbox\"") }
             do { return try Environment(name: text) } catch { throw EventError(field: field, "must be \"production\" or \"sandbox\", not '\(text)'") }
         }
-        key = try fields.required("key") { (value, field) throws(EventError) in try EventFields.name(value, field: field) }
+        key = try fields.required("key") { (value, field) throws(EventError) in try EventValues.name(value, field: field) }
         serial = try fields.optional("serial") { (value, field) throws(EventError) in
             guard let number = value.int64Value, (1...Int64(UInt32.max)).contains(number) else {
                 throw EventError(field: field, "must be a whole number from 1 to \(UInt32.max) (the event's revision: 1, 2, 3 …)")
@@ -101,8 +101,8 @@ public struct FanoutEvent: Sendable {
             return seconds
         } ?? 60
         deadline = .milliseconds(Int64(deadlineSeconds * 1000))
-        expiration = try fields.optional("expiration") { (value, field) throws(EventError) in try EventFields.epoch(value, field: field) }
-        timestamp = try fields.optional("timestamp") { (value, field) throws(EventError) in try EventFields.epoch(value, field: field) }
+        expiration = try fields.optional("expiration") { (value, field) throws(EventError) in try EventValues.epoch(value, field: field) }
+        timestamp = try fields.optional("timestamp") { (value, field) throws(EventError) in try EventValues.epoch(value, field: field) }
         priority = try fields.optional("priority") { (value, field) throws(EventError) in
             guard let number = value.int64Value, number == 5 || number == 10 else {
                 throw EventError(field: field, "must be 10 (immediate) or 5 (outside the update budget); a Live Activity push takes no other")
@@ -119,15 +119,15 @@ public struct FanoutEvent: Sendable {
             guard let text = value.stringValue, !text.isEmpty else { throw EventError(field: field, "must be the name of the app's ActivityAttributes type") }
             return text
         }
-        attributes = try fields.optional("attributes") { (value, field) throws(EventError) in try EventFields.object(value, field: field) }
-        alert = try fields.optional("alert") { (value, field) throws(EventError) in try EventFields.alert(value, field: field) }
+        attributes = try fields.optional("attributes") { (value, field) throws(EventError) in try EventValues.object(value, field: field) }
+        alert = try fields.optional("alert") { (value, field) throws(EventError) in try EventValues.alert(value, field: field) }
         inputPushToken = try fields.optional("inputPushToken") { (value, field) throws(EventError) in
             guard let flag = value.boolValue else { throw EventError(field: field, "must be true or false") }
             return flag
         } ?? false
         fallbackAlert = try fields.optional("fallbackAlert") { (value, field) throws(EventError) in
             if value == .null { return nil }
-            return try EventFields.alert(value, field: field)
+            return try EventValues.alert(value, field: field)
         } ?? nil
         let groupValues = try fields.required("groups") { (value, field) throws(EventError) in
             guard let array = value.arrayValue, !array.isEmpty else { throw EventError(field: field, "must be a non-empty array of groups") }
@@ -146,24 +146,23 @@ public struct FanoutEvent: Sendable {
     }
 
     private static func group(_ value: JSONValue, index: Int) throws(EventError) -> Group {
-        let path = "groups[\(index)]."
-        var fields = try EventFields(value, path: path)
-        let topic = try fields.required("topic") { (value, field) throws(EventError) in try EventFields.name(value, field: field) }
+        var fields = try JSONObjectFields<EventError>(value, path: "groups[\(index)]", root: "event")
+        let topic = try fields.required("topic") { (value, field) throws(EventError) in try EventValues.name(value, field: field) }
         let level = try fields.required("level") { (value, field) throws(EventError) in
             guard let number = value.int64Value, (0...255).contains(number) else {
                 throw EventError(field: field, "must be a whole number from 0 to 255 (installations with minLevel up to it qualify)")
             }
             return UInt8(number)
         }
-        let state = try fields.optional("contentState") { (value, field) throws(EventError) in try EventFields.object(value, field: field) }
+        let state = try fields.optional("contentState") { (value, field) throws(EventError) in try EventValues.object(value, field: field) }
         let channel = try fields.optional("channel") { (value, field) throws(EventError) -> Group.Channel? in
             if value == .null { return nil }
             guard let text = value.stringValue else { throw EventError(field: field, "must be \"auto\", a channel ID or null") }
             if text == "auto" { return .auto }
             do throws(ValidationError) { return .explicit(try ChannelID(text)) } catch { throw EventError(field: field, error.message) }
         } ?? nil
-        let stale = try fields.optional("staleDate") { (value, field) throws(EventError) in try EventFields.epoch(value, field: field) }
-        let dismissal = try fields.optional("dismissalDate") { (value, field) throws(EventError) in try EventFields.epoch(value, field: field) }
+        let stale = try fields.optional("staleDate") { (value, field) throws(EventError) in try EventValues.epoch(value, field: field) }
+        let dismissal = try fields.optional("dismissalDate") { (value, field) throws(EventError) in try EventValues.epoch(value, field: field) }
         let relevance = try fields.optional("relevanceScore") { (value, field) throws(EventError) in
             guard let number = value.doubleValue, number.isFinite else { throw EventError(field: field, "must be a number") }
             return number
@@ -214,83 +213,5 @@ public struct EventError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String { "\(field): \(message)" }
 }
 
-/// Reads an object's members once each, naming each field by its path in messages, and refuses
-/// members nobody read (a typo such as "deadlineSecond" must not silently use the default).
-/// Public because every strict JSON body of the product reads this way (the daemon's API bodies
-/// too); `root` names the whole object in messages ("event", "body").
-public struct EventFields {
-    private let members: [(key: String, value: JSONValue)]
-    private let path: String
-    private var read: Set<String> = []
-
-    public init(_ value: JSONValue, path: String, root: String = "event") throws(EventError) {
-        guard let members = value.objectMembers else {
-            throw EventError(field: path.isEmpty ? root : String(path.dropLast()), "must be a JSON object")
-        }
-        var seen: Set<String> = []
-        for member in members where !seen.insert(member.key).inserted {
-            throw EventError(field: path + member.key, "appears twice; give it once")
-        }
-        self.members = members
-        self.path = path
-    }
-
-    /// Parses `bytes` and reads the object at its root.
-    public init(json bytes: [UInt8], root: String) throws(EventError) {
-        let value: JSONValue
-        do { value = try JSONParser.parse(bytes) } catch { throw EventError(field: root, "is not valid JSON: \(error)") }
-        try self.init(value, path: "", root: root)
-    }
-
-    public mutating func optional<T>(_ key: String, _ parse: (JSONValue, String) throws(EventError) -> T) throws(EventError) -> T? {
-        read.insert(key)
-        guard let value = members.first(where: { $0.key == key })?.value else { return nil }
-        return try parse(value, path + key)
-    }
-
-    public mutating func required<T>(_ key: String, _ parse: (JSONValue, String) throws(EventError) -> T) throws(EventError) -> T {
-        guard let value = try optional(key, parse) else { throw EventError(field: path + key, "is required") }
-        return value
-    }
-
-    public func rejectUnknown() throws(EventError) {
-        if let unknown = members.first(where: { !read.contains($0.key) }) {
-            throw EventError(field: path + unknown.key, "is not a field here; check its spelling (known: \(read.sorted().joined(separator: ", ")))")
-        }
-    }
-
-    static func name(_ value: JSONValue, field: String) throws(EventError) -> String {
-        guard let text = value.stringValue, !text.isEmpty, text.utf8.count <= FanoutEvent.maximumNameBytes, !text.utf8.contains(0) else {
-            throw EventError(field: field, "must be a non-empty string of at most \(FanoutEvent.maximumNameBytes) bytes")
-        }
-        return text
-    }
-
-    static func epoch(_ value: JSONValue, field: String) throws(EventError) -> Int64 {
-        guard let seconds = value.int64Value, seconds > 0, seconds < 100_000_000_000 else {
-            throw EventError(field: field, "must be whole seconds since 1970 (e.g. 1787418000), not milliseconds")
-        }
-        return seconds
-    }
-
-    static func object(_ value: JSONValue, field: String) throws(EventError) -> [UInt8] {
-        guard value.isObject else { throw EventError(field: field, "must be a JSON object") }
-        var writer = JSONWriter()
-        writer.value(value)
-        return writer.bytes
-    }
-
-    static func alert(_ value: JSONValue, field: String) throws(EventError) -> LiveActivityAlert {
-        var fields = try EventFields(value, path: field + ".")
-        let title = try fields.required("title") { (value, field) throws(EventError) in try text(value, field: field) }
-        let body = try fields.required("body") { (value, field) throws(EventError) in try text(value, field: field) }
-        let sound = try fields.optional("sound") { (value, field) throws(EventError) in try text(value, field: field) }
-        try fields.rejectUnknown()
-        return LiveActivityAlert(title: title, body: body, sound: sound)
-    }
-
-    private static func text(_ value: JSONValue, field: String) throws(EventError) -> String {
-        guard let text = value.stringValue else { throw EventError(field: field, "must be a string") }
-        return text
-    }
-}
+/// Events and the daemon's API bodies are read by JSONCore's one strict reader, refusing in these terms.
+extension EventError: JSONFieldError {}

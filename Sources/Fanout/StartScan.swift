@@ -2,6 +2,7 @@ import APNs
 import IO
 import Sender
 import TokenStore
+import Vocabulary
 
 /// One pass over a topic's targets that hands out push-to-starts (and fallback alerts): either
 /// the rest of a scan a crash or an earlier serial left unfinished, or the levels an event adds.
@@ -274,7 +275,7 @@ final class StartScanner {
         }
         return StartProgress(eventKey: event.recordKey, topic: plan.group.topic, app: event.app.text, environment: event.environment,
                              doneLevel: plan.floor, scanLevel: plan.level, completed: state.completed, submitted: submitted,
-                             answered: answered, updatedAt: Clock.milliseconds())
+                             answered: answered, updatedAt: WallClock.milliseconds())
     }
 
     /// The plans this scanner runs (set before `run`), to name a window's topic and levels.
@@ -290,9 +291,4 @@ final class StartScanner {
             throw FanoutError(.store, error.description)
         }
     }
-}
-
-/// Wall-clock milliseconds since 1970 (records and expirations; durations use `MonotonicInstant`).
-enum Clock {
-    static func milliseconds() -> UInt64 { TokenLineParser.realtimeMilliseconds() }
 }

@@ -45,6 +45,10 @@ public final class ConditionLock: @unchecked Sendable {
         return true
     }
 
+    /// Waits (inside `withLock`) until signalled, without a deadline: the store's writer thread
+    /// waiting for work. Callers re-check their condition: wake-ups may be spurious.
+    public func wait() { Syscall.pthread("pthread_cond_wait", pthread_cond_wait(condition, mutex)) }
+
     /// Wakes every waiter; take the lock around the change being announced, then call this.
     public func broadcast() { Syscall.pthread("pthread_cond_broadcast", pthread_cond_broadcast(condition)) }
 }

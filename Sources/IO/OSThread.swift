@@ -34,6 +34,9 @@ public final class OSThread: @unchecked Sendable {
         Syscall.pthread("pthread_detach", pthread_detach(thread.handle))
     }
 
+    /// Whether this is the calling thread (which must not join itself: EDEADLK).
+    public var isCurrent: Bool { pthread_equal(handle, pthread_self()) != 0 }
+
     /// Waits for the thread to end.
     public func join() { Syscall.pthread("pthread_join", pthread_join(handle, nil)) }
 }

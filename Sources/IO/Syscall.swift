@@ -41,6 +41,17 @@ public enum Syscall {
         }
     }
 
+    /// A call that returns -1 and sets errno, whose failure leaves nothing to act on, and which must
+    /// not be retried: `close` (Linux frees the descriptor even when it reports EINTR, so a retry
+    /// could close someone else's), `usleep` (cut short is fine). `tolerating` lists the errno values
+    /// that are harmless for that call (each caller says why); any other failure (EBADF: a
+    /// descriptor closed twice) is a bug: stop with the call's name and errno.
+    public static func expect(_ name: StaticString, tolerating tolerated: [Int32] = [], _ rc: Int32) {
+        guard rc != 0 else { return }
+        let code = errno
+        precondition(tolerated.contains(code), "\(name) failed: \(String(cString: strerror(code))) (errno \(code))")
+    }
+
     /// pthread_* calls return the error number instead of setting errno; none of ours may fail.
     public static func pthread(_ name: StaticString, _ rc: Int32) {
         precondition(rc == 0, "\(name) failed: \(String(cString: strerror(rc)))")

@@ -1,3 +1,5 @@
+import Vocabulary
+
 /// A strict RFC 8259 JSON parser over UTF-8 bytes, with no Foundation. Errors carry the byte offset,
 /// so a user can find the mistake in their file.
 public struct JSONParser {
@@ -203,15 +205,8 @@ public struct JSONParser {
         guard index + 4 <= bytes.count else { throw error("short \\u escape") }
         var value: UInt32 = 0
         for _ in 0..<4 {
-            let c = bytes[index]
-            let digit: UInt32
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(c - UInt8(ascii: "0"))
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(c - UInt8(ascii: "a") + 10)
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(c - UInt8(ascii: "A") + 10)
-            default: throw error("invalid hex digit in \\u escape")
-            }
-            value = value << 4 | digit
+            guard let digit = Hex.value(bytes[index]) else { throw error("invalid hex digit in \\u escape") }
+            value = value << 4 | UInt32(digit)
             index += 1
         }
         return value

@@ -1,3 +1,5 @@
+import Vocabulary
+
 /// Writes compact JSON into a byte buffer in the order it is told, with no Foundation: the caller
 /// decides key order, and raw fragments (an app's own `content-state`) are embedded byte for byte.
 public struct JSONWriter {
@@ -74,8 +76,8 @@ public struct JSONWriter {
             case 0x0d: out.append(0x5c); out.append(UInt8(ascii: "r"))
             case 0x09: out.append(0x5c); out.append(UInt8(ascii: "t"))
             case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                out.append(contentsOf: [0x5c, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xf)]])
+                out.append(contentsOf: [0x5c, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
+                Hex.append(byte, to: &out)
             default: out.append(byte)
             }
         }

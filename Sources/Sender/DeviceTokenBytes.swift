@@ -1,4 +1,5 @@
 import APNs
+import Vocabulary
 
 /// A device token's raw bytes stored inline (no heap), up to `capacity` bytes. APNs tokens are 32
 /// bytes today, but Apple says not to assume a length, so this holds as many as any token Sokuho
@@ -38,15 +39,7 @@ public struct DeviceTokenBytes: Sendable, Equatable {
     public init?(hex: some StringProtocol) {
         let utf8 = Array(hex.utf8)
         guard !utf8.isEmpty, utf8.count % 2 == 0, utf8.count / 2 <= Self.capacity else { return nil }
-        var ok = true
-        withUnsafeMutableBytes(of: &storage) { raw in
-            var i = 0
-            while i < utf8.count {
-                guard let high = Self.nibble(utf8[i]), let low = Self.nibble(utf8[i + 1]) else { ok = false; return }
-                raw[i / 2] = high << 4 | low
-                i += 2
-            }
-        }
+        let ok = utf8.withUnsafeBytes { digits in withUnsafeMutableBytes(of: &storage) { Hex.decode(digits, into: $0) } }
         guard ok else { return nil }
         count = UInt8(utf8.count / 2)
     }
@@ -68,13 +61,7 @@ public struct DeviceTokenBytes: Sendable, Equatable {
     /// Writes the lowercase hex form at `destination` (2 × count bytes) and returns its length.
     @inline(__always)
     func writeHex(to destination: UnsafeMutablePointer<UInt8>) -> Int {
-        withBytes { raw in
-            for index in 0..<raw.count {
-                destination[2 * index] = Self.digits[Int(raw[index] >> 4)]
-                destination[2 * index + 1] = Self.digits[Int(raw[index] & 0x0f)]
-            }
-            return raw.count * 2
-        }
+        withBytes { Hex.write($0, to: destination) }
     }
 
     public var hex: String {
@@ -88,16 +75,5 @@ public struct DeviceTokenBytes: Sendable, Equatable {
 
     public static func == (lhs: DeviceTokenBytes, rhs: DeviceTokenBytes) -> Bool {
         lhs.count == rhs.count && lhs.withBytes { a in rhs.withBytes { b in a.elementsEqual(b) } }
-    }
-
-    private static let digits: [UInt8] = Array("0123456789abcdef".utf8)
-
-    private static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case 48...57: return c - 48
-        case 97...102: return c - 87
-        case 65...70: return c - 55
-        default: return nil
-        }
     }
 }

@@ -1,5 +1,6 @@
 import APNs
 import JSONCore
+import Vocabulary
 
 /// APNs' checks on a request, as pure functions of its parts (no sockets, no state): what the
 /// simulator answers before faults, tokens and channels come into play.
@@ -26,7 +27,7 @@ enum RequestRules {
             guard method == "POST" else { throw Refusal(reason: .methodNotAllowed, detail: method) }
             let token = path.utf8.dropFirst(devicePrefix.count)
             guard !token.isEmpty else { throw Refusal(reason: .missingDeviceToken) }
-            guard token.count % 2 == 0, token.allSatisfy(isHexDigit) else { throw Refusal(reason: .badDeviceToken) }
+            guard token.count % 2 == 0, token.allSatisfy({ Hex.value($0) != nil }) else { throw Refusal(reason: .badDeviceToken) }
             guard token.count >= minimumTokenHexDigits else {
                 throw Refusal(reason: .badDeviceToken, detail: "\(token.count / 2) bytes; a device token has at least 32")
             }
@@ -68,10 +69,6 @@ enum RequestRules {
     /// sender that truncates tokens, or a test that pushes to an 8-byte stand-in, fails here.
     /// (The sender sets no minimum, as Apple advises; only the peer refuses.)
     static let minimumTokenHexDigits = 64
-
-    private static func isHexDigit(_ c: UInt8) -> Bool {
-        (48...57).contains(c) || (97...102).contains(c) || (65...70).contains(c)
-    }
 
     /// Headers that must not repeat (DuplicateHeaders).
     static func checkDuplicates(_ headers: [(name: String, value: String)]) throws(Refusal) {

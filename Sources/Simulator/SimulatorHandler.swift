@@ -6,6 +6,7 @@ import Crypto
 import HTTP2
 import JSONCore
 import Synchronization
+import Vocabulary
 
 /// The APNs look-alike behind both simulator ports: authenticates, validates, routes, injects
 /// faults and answers like APNs. One per loop thread; what the threads share (counters, channels,
@@ -153,7 +154,7 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
         } catch {
             throw RequestRules.Refusal(reason: Reason(error.apnsReason), detail: error.description)
         }
-        let jwt = authorization ?? "", now = SystemClock.seconds()
+        let jwt = authorization ?? "", now = WallClock.seconds()
         switch configuration.tokenScope {
         case .connection:
             try state.credentials.admit(verified, jwt: jwt, now: now)
@@ -243,7 +244,7 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
         writer.key("reason"); writer.string(refusal.reason.name)
         if refusal.reason == .unregistered {
             // Milliseconds, as APNs sends it: the moment the token stopped being valid.
-            writer.key("timestamp"); writer.int(SystemClock.seconds() * 1000)
+            writer.key("timestamp"); writer.int(WallClock.seconds() * 1000)
         }
         writer.endObject()
         shared.counters.withLock { $0.rejected[refusal.reason.name, default: 0] += 1 }

@@ -2,6 +2,7 @@ import APNs
 import Crypto
 import JSONCore
 import TokenStore
+import Vocabulary
 
 /// `sokuho activities …`: the Live Activities running on phones below iOS 18, known by the update
 /// token each one reported for an event. Updates and ends of that event go to these tokens (phones
@@ -52,7 +53,7 @@ enum ActivitiesCommand {
         let token: DeviceToken
         do { token = try DeviceToken(hex: tokenText) } catch { throw CLIError.data("--token: \(error.description)") }
         guard let bytes = Hex.decode(token.hex) else { throw CLIError.data("--token: not hexadecimal") }
-        let now = StoreAccess.nowMilliseconds()
+        let now = WallClock.milliseconds()
         let activity = ActivityRecord(id: activityID, app: app, environment: environment, updateToken: bytes, eventKey: eventKey, startedAt: now,
                                       topic: invocation.string("--topic"))
         let store = try StoreAccess.open(invocation, readOnly: false, create: true)

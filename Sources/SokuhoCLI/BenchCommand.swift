@@ -7,6 +7,7 @@ import HTTP2
 import IO
 import JSONCore
 import Sender
+import Vocabulary
 
 /// `sokuho bench`: fans out N realistic push-to-start pushes to N distinct tokens through the
 /// connection pool, against the simulator (a child process, so the numbers are the sender's alone)
@@ -180,7 +181,7 @@ enum BenchCommand {
     static func measure(pushes: Int, configuration: PoolConfiguration, bundle: String, deadline: Duration, console: Console) -> Result {
         // One deadline for the whole run, like an event's: a push not delivered by then ends expired.
         let group = PushGroup(label: "bench", headers: BenchPayload.headers(bundle: bundle),
-                              body: BenchPayload.body(timestamp: Int64(time(nil))),
+                              body: BenchPayload.body(timestamp: WallClock.seconds()),
                               deadline: MonotonicInstant.now() + deadline, resendUnknown: false)
         // A bench that cannot get two descriptors for its loop has nothing to measure.
         let pool: ConnectionPool

@@ -8,6 +8,7 @@ import IO
 import JSONCore
 import Simulator
 import TokenStore
+import Vocabulary
 
 /// `sokuho bench serve`: the daemon's promise for the first warning after a quiet week — an event
 /// submitted over the API reaches the wire within milliseconds although its warm pool sat idle
@@ -114,7 +115,7 @@ enum BenchServeCommand {
         for index in 0..<events {
             usleep(useconds_t(idle * 1_000_000))
             let before = simulator.acceptedCount
-            let body = Array(event(key: "bench-serve-\(SystemClock.seconds())-\(index)", channel: channel).utf8)
+            let body = Array(event(key: "bench-serve-\(WallClock.seconds())-\(index)", channel: channel).utf8)
             let started = MonotonicInstant.now()
             let answer: (status: Int, body: [UInt8])
             do { answer = try LoopbackHTTP.request(port: port, method: "POST", path: "/v1/events", headers: auth, body: body) } catch {

@@ -9,6 +9,7 @@ import JSONCore
 import Sender
 import Simulator
 import TokenStore
+import Vocabulary
 
 /// `sokuho demo`: the product's main job end to end with no Apple account — the simulator on
 /// loopback, a temporary store of phones, and an earthquake warning from start to end.
@@ -52,7 +53,7 @@ enum DemoCommand {
             console.print("sokuho demo: simulator on 127.0.0.1:\(simulator.port); \(installations) phones in \(regions) regions (\(phones.broadcastCapable) on iOS 18, \(phones.deviceOnly) without Live Activities)")
         }
         let options = try fanoutOptions(simulator: simulator, certificates: certificates)
-        let key = "eew-demo-\(SystemClock.seconds())"
+        let key = "eew-demo-\(WallClock.seconds())"
         let affected = max(1, regions / 10)
         let steps: [(title: String, event: String)] = [
             ("1. warning: start in \(affected) regions", event(key: key, serial: 1, kind: "start", regions: 0..<affected, intensity: 5)),
@@ -121,7 +122,7 @@ enum DemoCommand {
         var random = SplitMix64(seed: 2026)
         var phones = Phones()
         var operations: [WriteOperation] = []
-        let now = StoreAccess.nowMilliseconds()
+        let now = WallClock.milliseconds()
         for index in 0..<installations {
             let id = TokensGenerateCommand.uuid(&random)
             let region = Int(random.next() % UInt64(regions))
@@ -150,7 +151,7 @@ enum DemoCommand {
     /// Update tokens for the iOS 17 phones that got a start (those in the affected regions).
     static func registerActivityTokens(_ store: TokenStore, key: String, phones: Phones) throws(CLIError) {
         var random = SplitMix64(seed: 17)
-        let now = StoreAccess.nowMilliseconds()
+        let now = WallClock.milliseconds()
         let operations = phones.iOS17.prefix(2_000).map { phone -> WriteOperation in
             var token: [UInt8] = []
             for _ in 0..<4 { withUnsafeBytes(of: random.next()) { token.append(contentsOf: $0) } }
@@ -203,7 +204,7 @@ enum DemoCommand {
             let final = kind == "end"
             writer.key("contentState")
             writer.raw(Array(#"{"serialNo":\#(serial),"region":\#(region),"forecastIntensity":\#(level),"isFinal":\#(final)}"#.utf8))
-            if final { writer.key("dismissalDate"); writer.int(SystemClock.seconds() + 900) }
+            if final { writer.key("dismissalDate"); writer.int(WallClock.seconds() + 900) }
             writer.endObject()
         }
         writer.endArray()

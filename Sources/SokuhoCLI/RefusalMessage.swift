@@ -1,5 +1,6 @@
 import APNs
 import Crypto
+import Vocabulary
 
 /// The one-line explanation of an APNs refusal for a person at a terminal: status, reason, and
 /// what to do about it. The hint follows the reason's `ResponseAction`, so the CLI and the sender
@@ -8,7 +9,7 @@ enum RefusalMessage {
     /// `tokenIssuedAt` is the `iat` of the provider token sent: a command presents the current
     /// 30-minute window's token, at most 30 minutes old by this machine's clock, so "expired" means
     /// the clocks disagree, and running it again (the .newConnection hint) would fail the same way.
-    static func text(_ response: Response, tokenIssuedAt: Int64? = nil, now: Int64 = SystemClock.seconds()) -> String {
+    static func text(_ response: Response, tokenIssuedAt: Int64? = nil, now: Int64 = WallClock.seconds()) -> String {
         let action = ResponseAction(status: response.status, reason: response.reason)
         let clock = tokenIssuedAt.flatMap { issuedAt in
             response.reason.flatMap {

@@ -5,6 +5,7 @@ import APNs
 import Crypto
 import JSONCore
 import Sender
+import Vocabulary
 
 /// `sokuho send`: one push to a device token or a broadcast channel, with Live Activity shortcuts
 /// so nobody hand-writes `aps`. Everything is validated before a connection is opened.
@@ -181,7 +182,7 @@ enum SendCommand {
         guard let event = LiveActivityEvent(rawValue: text) else {
             throw .data("--event must be start, update or end, not '\(text)'")
         }
-        let timestamp = Int64(try invocation.int("--timestamp", in: 0...Int(Int32.max) * 4) ?? Int(time(nil)))
+        let timestamp = Int64(try invocation.int("--timestamp", in: 0...Int(Int32.max) * 4) ?? Int(WallClock.seconds()))
         var payload = LiveActivityPayload(event: event, timestamp: timestamp)
         payload.contentState = try invocation.string("--content-state").map { (path: String) throws(CLIError) in try InputFile.read(path, option: "--content-state") }
         payload.attributesType = invocation.string("--attributes-type")

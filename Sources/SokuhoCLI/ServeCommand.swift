@@ -5,10 +5,10 @@ import APNs
 import Daemon
 import JSONCore
 
-/// `sokuho serve`: the daemon (issue 12). This build has its configuration only: `--check-config`
-/// loads the file, the `SOKUHO_*` variables and the flags, checks them whole and prints what would
-/// run. Every setting's option comes from `ServeSetting.all`, so the file, the flags and the help
-/// cannot drift apart.
+/// `sokuho serve`: the daemon (issue 12). It loads the file, the `SOKUHO_*` variables and the
+/// flags, checks them whole, then runs until a signal (`--check-config` prints what would run and
+/// exits; `--promote` asks a running standby to take over). Every setting's option comes from
+/// `ServeSetting.all`, so the file, the flags and the help cannot drift apart.
 enum ServeCommand {
     static let spec = CommandSpec(
         "serve",

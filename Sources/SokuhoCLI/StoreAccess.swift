@@ -67,7 +67,4 @@ enum StoreAccess {
         }
         return CLIError(code, error.description)
     }
-
-    /// Milliseconds since 1970, the store's clock.
-    static func nowMilliseconds() -> UInt64 { TokenLineParser.realtimeMilliseconds() }
 }

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import TokenStore
+import Vocabulary
 
 /// `sokuho store restore BACKUP`: the way back from `sokuho store backup`. The backup is copied
 /// into a staging directory inside the store directory and checked whole there (it opens as a
@@ -62,7 +63,7 @@ enum StoreRestoreCommand {
         // Checked again right before the rename: the daemon may have started while the copy was checked.
         do { try refuseLive(directory) } catch { staged.discard(); throw error }
         let kept: String?
-        do { kept = try staged.install(keepOldAs: exists ? String(StoreAccess.nowMilliseconds() / 1000) : nil) } catch {
+        do { kept = try staged.install(keepOldAs: exists ? String(WallClock.milliseconds() / 1000) : nil) } catch {
             staged.discard()
             throw StoreAccess.cliError(error)
         }

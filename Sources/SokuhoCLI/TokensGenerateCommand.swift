@@ -1,5 +1,6 @@
 import APNs
 import TokenStore
+import Vocabulary
 
 /// `sokuho tokens generate`: a synthetic import file, so the token store benchmarks in the README
 /// can be reproduced anywhere. Deterministic for a given `--seed`.
@@ -51,19 +52,12 @@ enum TokensGenerateCommand {
             return .success
         })
 
-    /// A random version-4-shaped UUID string (8-4-4-4-12 lowercase hex).
+    /// A random UUID-shaped string (8-4-4-4-12 lowercase hex): two draws, big-endian, with no
+    /// version bits set, so a seed gives the same ids as every earlier build.
     static func uuid(_ random: inout SplitMix64) -> String {
-        let digits = Array("0123456789abcdef")
-        var high = random.next()
-        var low = random.next()
-        var text = ""
-        for index in 0..<32 {
-            if index == 8 || index == 12 || index == 16 || index == 20 { text.append("-") }
-            let source = index < 16 ? high : low
-            text.append(digits[Int(source >> 60)])
-            if index < 16 { high <<= 4 } else { low <<= 4 }
-        }
-        return text
+        let high = random.next(), low = random.next()
+        let bytes = (0..<16).map { UInt8(truncatingIfNeeded: ($0 < 8 ? high : low) >> (56 - 8 * UInt64($0 % 8))) }
+        return UUIDText.format(bytes)
     }
 }
 

@@ -1,5 +1,6 @@
 import JSONCore
 import TokenStore
+import Vocabulary
 
 /// `sokuho tokens import FILE|-`: loads JSON lines of registrations. Parsing runs on this thread
 /// while the store's writer thread commits the previous chunk, so both cores work.
@@ -61,7 +62,7 @@ enum TokensImportCommand {
         var badLines: [BadLine] = []
         var badCount = 0
         // One clock reading bounds every line's registeredAt (a day of tolerance dwarfs the import).
-        let started = StoreAccess.nowMilliseconds()
+        let started = WallClock.milliseconds()
 
         func note(_ line: Int, _ failure: TokenLineParser.Failure) {
             badCount += 1
@@ -107,7 +108,7 @@ enum TokensImportCommand {
         }
         func flush() throws(CLIError) {
             guard !chunk.isEmpty || !activities.isEmpty else { return }
-            let now = StoreAccess.nowMilliseconds()
+            let now = WallClock.milliseconds()
             // Keys are built and sorted here, on the parsing thread; the writer only inserts.
             let ticket = try StoreAccess.run { () throws(StoreError) in
                 try store.enqueue((chunk.isEmpty ? [] : [.registerBatch(RegistrationBatch(chunk, at: now))]) + activities)

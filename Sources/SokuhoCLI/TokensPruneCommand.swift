@@ -1,5 +1,6 @@
 import JSONCore
 import TokenStore
+import Vocabulary
 
 /// `sokuho tokens prune --expired`: sweeps expired activities, installations without tokens or
 /// not refreshed for `--max-age` days, and old event progress.
@@ -27,7 +28,7 @@ enum TokensPruneCommand {
             let days = try invocation.int("--max-age", in: 1...36500) ?? defaultMaxAgeDays
             let store = try StoreAccess.open(invocation, readOnly: false)
             defer { store.close() }
-            let operation = WriteOperation.sweepExpired(now: StoreAccess.nowMilliseconds(), installationMaxAge: UInt64(days) * 86_400_000)
+            let operation = WriteOperation.sweepExpired(now: WallClock.milliseconds(), installationMaxAge: UInt64(days) * 86_400_000)
             let outcomes = try StoreAccess.run { () throws(StoreError) in try store.write([operation]) }
             guard case let .swept(counts) = outcomes.first else { return .software }
             if invocation.flag("--json") {

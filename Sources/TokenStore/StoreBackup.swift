@@ -1,5 +1,6 @@
 import CLMDB
 import Glibc
+import IO
 
 extension TokenStore {
     /// A packed, consistent copy of the live store in `destination` (created if missing; must not
@@ -29,7 +30,7 @@ extension TokenStore {
             if errno == EEXIST { throw StoreError.cannotCreate(path: file, reason: "it already exists; choose an empty directory") }
             throw TokenStore.creationError(errno, path: destination)
         }
-        Posix.expect(Glibc.close(fd), "close (backup data.mdb)", tolerating: [EINTR, EIO]) // LMDB opens it again
+        Syscall.expect("close (backup data.mdb)", tolerating: [EINTR, EIO], Glibc.close(fd)) // LMDB opens it again
         do {
             try read { source throws(StoreError) in
                 // The packed copy needs fewer pages than the live store uses; its map size on top

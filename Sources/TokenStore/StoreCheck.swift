@@ -1,4 +1,5 @@
 import CLMDB
+import Vocabulary
 
 /// The result of `TokenStore.check()`: counts, and every inconsistency found (the first 20).
 public struct StoreCheckReport: Sendable, Equatable {
@@ -111,7 +112,6 @@ extension TokenStore {
 
     /// The last 8 hex digits of a token: enough to find it, never the whole token in a message.
     public static func tail(_ token: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef")
-        return String(token.suffix(4).flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0f)]] })
+        Hex.encode(token.suffix(4))
     }
 }

@@ -1,4 +1,5 @@
 import APNs
+import Vocabulary
 /// Key layouts of the databases. Names end with a NUL (names never contain one), so a prefix scan
 /// of "region:30" never runs into "region:301"; numbers are big-endian so they sort numerically.
 enum StoreKeys {
@@ -120,27 +121,12 @@ enum StoreKeys {
     }
 
     private static func compactUUID(_ text: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
-        guard text.count == 36 else { return nil }
         var key = [UInt8](repeating: 0, count: 17)
-        var lower = false, upper = false
-        var nibble = 0
-        for (index, byte) in text.enumerated() {
-            if index == 8 || index == 13 || index == 18 || index == 23 {
-                guard byte == UInt8(ascii: "-") else { return nil }
-                continue
-            }
-            let value: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = byte - UInt8(ascii: "a") + 10; lower = true
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): value = byte - UInt8(ascii: "A") + 10; upper = true
-            default: return nil
-            }
-            key[1 + nibble / 2] |= nibble % 2 == 0 ? value << 4 : value
-            nibble += 1
+        switch key.withUnsafeMutableBytes({ UUIDText.parse(text, into: UnsafeMutableRawBufferPointer(rebasing: $0[1...])) }) {
+        case nil, .mixed?: return nil // not a UUID; mixed case would not come back as written
+        case .digitsOnly?, .lowercase?: key[0] = lowercaseUUID
+        case .uppercase?: key[0] = uppercaseUUID
         }
-        guard !(lower && upper) else { return nil } // mixed case would not come back as written
-        key[0] = upper ? uppercaseUUID : lowercaseUUID
         return key
     }
 
@@ -149,14 +135,6 @@ enum StoreKeys {
         guard key.count == 17, key[0] == lowercaseUUID || key[0] == uppercaseUUID else {
             return String(decoding: key, as: UTF8.self)
         }
-        let digits = Array(key[0] == lowercaseUUID ? "0123456789abcdef".utf8 : "0123456789ABCDEF".utf8)
-        var text = [UInt8]()
-        text.reserveCapacity(36)
-        for index in 1..<17 {
-            if index == 5 || index == 7 || index == 9 || index == 11 { text.append(UInt8(ascii: "-")) }
-            text.append(digits[Int(key[index] >> 4)])
-            text.append(digits[Int(key[index] & 0x0f)])
-        }
-        return String(decoding: text, as: UTF8.self)
+        return UUIDText.format(key[1..<17], uppercase: key[0] == uppercaseUUID)
     }
 }

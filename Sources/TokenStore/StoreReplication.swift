@@ -1,6 +1,8 @@
 import CLMDB
 import Glibc
+import IO
 import Synchronization
+import Vocabulary
 
 /// A store as one replica of a cluster (issue 15): the outbox of changes to publish, the id of
 /// the last stream entry applied, and this store's identity, all in `meta`.
@@ -108,11 +110,10 @@ extension TokenStore {
         var bytes = [UInt8](repeating: 0, count: 16)
         let fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw StoreError.invalid("cannot open /dev/urandom for the store's replica identity: \(String(cString: strerror(errno)))") }
-        defer { Posix.expect(Glibc.close(fd), "close (/dev/urandom)", tolerating: [EINTR]) }
+        defer { Syscall.expect("close (/dev/urandom)", tolerating: [EINTR], Glibc.close(fd)) }
         let count = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
         guard count == bytes.count else { throw StoreError.invalid("cannot read /dev/urandom for the store's replica identity") }
-        let digits = Array("0123456789abcdef".utf8)
-        return String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
+        return Hex.encode(bytes)
     }
 }
 

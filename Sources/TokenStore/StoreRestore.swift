@@ -1,4 +1,5 @@
 import Glibc
+import Vocabulary
 
 /// A backup copied into a staging directory inside the store directory and checked there, ready
 /// to be moved into place (`TokenStore.stageRestore`, then `install`). Staging inside the store
@@ -74,7 +75,7 @@ extension TokenStore {
             throw errno == EACCES ? StoreError.permissionDenied(path: source) : StoreError.missing(path: source)
         }
         try makeDirectory(directory)
-        let staging = directory + "/restore-\(getpid())-\(TokenLineParser.realtimeMilliseconds())"
+        let staging = directory + "/restore-\(getpid())-\(WallClock.milliseconds())"
         guard mkdir(staging, 0o750) == 0 else { throw creationError(errno, path: staging) }
         do throws(StoreError) {
             try copyFile(source, to: staging + "/data.mdb")

@@ -1,5 +1,6 @@
 import CLMDB
 import Glibc
+import IO
 
 /// The store's one writer thread. Callers queue operations and get a completion; the thread
 /// takes everything queued (up to `maximumBatch` operations) into one write transaction, so a
@@ -27,7 +28,7 @@ final class StoreWriter: @unchecked Sendable {
     private let writerLock: WriterLock
     private let maximumBatch: Int
     private let replication: ReplicationSwitch
-    private var thread: pthread_t?
+    private var thread: OSThread?
     private let stopLock = ConditionLock()
 
     init(environment: LMDBEnvironment, databases: StoreDatabases, mapGuard: MapGuard, writerLock: WriterLock, maximumBatch: Int,
@@ -38,15 +39,9 @@ final class StoreWriter: @unchecked Sendable {
         self.writerLock = writerLock
         self.maximumBatch = maximumBatch
         self.replication = replication
-        let context = Unmanaged.passRetained(self).toOpaque()
-        var handle = pthread_t()
-        // Without a thread no write could ever complete: that is a broken process, not a user error.
-        Posix.expect(pthread: pthread_create(&handle, nil, { context in
-            let writer = Unmanaged<StoreWriter>.fromOpaque(context!).takeRetainedValue()
-            writer.run()
-            return nil
-        }, context), "pthread_create (the token store's writer thread)")
-        thread = handle
+        // The thread holds the writer until `run` returns (after `stop` closed the queue). Without a
+        // thread no write could ever complete: OSThread stops the process if it cannot start one.
+        thread = OSThread.start(name: "sokuho-store") { self.run() }
     }
 
     /// Queues `operations`; `done` runs on the writer thread after the batch commits or fails.
@@ -58,14 +53,12 @@ final class StoreWriter: @unchecked Sendable {
     /// (`TokenStore.close` is public, and `deinit` calls it again): each returns once the
     /// thread has ended, and only one joins it.
     func stop() {
-        stopLock.locked {
+        stopLock.withLock {
             queue.close()
             // From a `done` callback that drops the last reference to the store, this runs on the
             // writer thread itself, which cannot join itself (EDEADLK): the queue is closed, so its
             // loop ends after the current batch. Any other failure of the join is a bug.
-            if let thread, !Posix.isCurrentThread(thread) {
-                Posix.expect(pthread: pthread_join(thread, nil), "pthread_join (the writer thread)")
-            }
+            if let thread, !thread.isCurrent { thread.join() }
             thread = nil
         }
     }

@@ -1,5 +1,6 @@
 import APNs
 import Glibc
+import Vocabulary
 
 // Over 300 lines on purpose: one parser for one line format, whose scanning steps (strings with
 // every escape, hex tokens, topics) are private to it and read top to bottom as the grammar.
@@ -51,30 +52,23 @@ public struct TokenLineParser {
     /// Parses one line (without its newline), validated against `StoreLimits`. `now` (ms since
     /// 1970) bounds `registeredAt` and `startedAt` and is an activity's default `startedAt`; an
     /// import passes the time it started.
-    public static func parseLine(_ line: UnsafeRawBufferPointer, now: UInt64 = realtimeMilliseconds()) throws(Failure) -> TokenLine {
+    public static func parseLine(_ line: UnsafeRawBufferPointer, now: UInt64 = WallClock.milliseconds()) throws(Failure) -> TokenLine {
         var parser = TokenLineParser(line)
         return try parser.parseObject(now: now)
     }
 
-    public static func parseLine(_ line: String, now: UInt64 = realtimeMilliseconds()) throws(Failure) -> TokenLine {
+    public static func parseLine(_ line: String, now: UInt64 = WallClock.milliseconds()) throws(Failure) -> TokenLine {
         let bytes = Array(line.utf8)
         let result = bytes.withUnsafeBytes { buffer in Result { () throws(Failure) in try parseLine(buffer, now: now) } }
         return try result.get()
     }
 
     /// Parses a token line (an activity line is refused): see `parseLine`.
-    public static func parse(_ line: String, now: UInt64 = realtimeMilliseconds()) throws(Failure) -> TokenRegistration {
+    public static func parse(_ line: String, now: UInt64 = WallClock.milliseconds()) throws(Failure) -> TokenRegistration {
         guard case let .registration(registration) = try parseLine(line, now: now) else {
             throw Failure(column: 1, message: "an activity line where a token line was expected")
         }
         return registration
-    }
-
-    /// Milliseconds since 1970 by the system clock.
-    public static func realtimeMilliseconds() -> UInt64 {
-        var time = timespec()
-        Posix.expect(clock_gettime(CLOCK_REALTIME, &time), "clock_gettime")
-        return UInt64(time.tv_sec) * 1000 + UInt64(time.tv_nsec) / 1_000_000
     }
 
     private func fail(_ message: String) -> Failure { Failure(column: index + 1, message: message) }
@@ -285,24 +279,12 @@ public struct TokenLineParser {
     private mutating func parseHex4() throws(Failure) -> UInt32 {
         var value: UInt32 = 0
         for _ in 0..<4 {
-            guard let byte = peek(), let digit = TokenLineParser.hexValue(byte) else { throw fail("\\u needs four hex digits") }
+            guard let byte = peek(), let digit = Hex.value(byte) else { throw fail("\\u needs four hex digits") }
             value = value << 4 | UInt32(digit)
             index += 1
         }
         return value
     }
-
-    static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
-        default: return nil
-        }
-    }
-
-    /// Hex digit values, 0xff for anything else: one table load per digit.
-    private static let hexTable: [UInt8] = (0..<256).map { hexValue(UInt8($0)) ?? 0xff }
 
     /// The token: a string of an even number of hex digits (no escapes: hex needs none).
     private mutating func parseHexToken() throws(Failure) -> [UInt8] {
@@ -315,18 +297,7 @@ public struct TokenLineParser {
         let malformed = Failure(column: start + 1, message: "token must be an even number of hex digits (0-9, a-f)")
         guard digits.count % 2 == 0 else { throw malformed }
         var token = [UInt8](repeating: 0, count: digits.count / 2)
-        var bad: UInt8 = 0
-        TokenLineParser.hexTable.withUnsafeBufferPointer { table in
-            token.withUnsafeMutableBufferPointer { out in
-                for position in 0..<out.count {
-                    let high = table[Int(digits[2 * position])]
-                    let low = table[Int(digits[2 * position + 1])]
-                    bad |= high | low
-                    out[position] = high << 4 | (low & 0x0f)
-                }
-            }
-        }
-        guard bad & 0xf0 == 0 else { throw malformed }
+        guard token.withUnsafeMutableBytes({ Hex.decode(digits, into: $0) }) else { throw malformed }
         index += digits.count + 2
         do { try StoreLimits.checkToken(token) } catch { throw Failure(column: start + 1, message: error.description) }
         return token

@@ -1,13 +1,12 @@
 import APNs
 import JSONCore
+import Vocabulary
 
 /// Writes the lines `TokenLineParser` reads, in a fixed member order, so export → import →
 /// export gives the same bytes. `minLevel` is always written, `registeredAt` whenever the time is
 /// known (an export always knows it; `tokens generate` does not), and `broadcast` only when true:
 /// an absent field imports as "keep", which for a new installation is false.
 public enum TokenLineWriter {
-    private static let hexDigits = Array("0123456789abcdef".utf8)
-
     /// Appends one line (with its newline) for `installation`'s token of `kind`, registered at
     /// `registeredAt` (ms since 1970), to `out`.
     public static func append(_ installation: Installation, kind: TokenKind, registeredAt: UInt64?, to out: inout [UInt8]) {
@@ -66,10 +65,7 @@ public enum TokenLineWriter {
     /// `,"token":"<hex>"`.
     private static func appendToken(_ token: [UInt8], to out: inout [UInt8]) {
         out.append(contentsOf: ",\"token\":\"".utf8)
-        for byte in token {
-            out.append(hexDigits[Int(byte >> 4)])
-            out.append(hexDigits[Int(byte & 0x0f)])
-        }
+        Hex.append(contentsOf: token, to: &out)
         out.append(UInt8(ascii: "\""))
     }
 }

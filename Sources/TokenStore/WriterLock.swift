@@ -1,4 +1,5 @@
 import Glibc
+import IO
 
 /// Serialises writers of different processes with a bounded wait. LMDB's own writer mutex (in
 /// `lock.mdb`) already makes two processes safe, but it waits forever; this `flock` on
@@ -18,25 +19,30 @@ final class WriterLock: @unchecked Sendable {
         self.timeout = timeout
     }
 
-    deinit { Posix.expect(close(descriptor), "close (writer.lock)", tolerating: [EINTR, EIO]) }
+    // EINTR or EIO from close: Linux has freed the descriptor anyway, and a lock file holds no data to lose.
+    deinit { Syscall.expect("close (writer.lock)", tolerating: [EINTR, EIO], close(descriptor)) }
 
     /// Takes the lock, polling every 10 ms until `timeout` has passed.
     func acquire() throws(StoreError) {
-        let start = WriterLock.now()
-        while try !Posix.succeeded(flock(descriptor, LOCK_EX | LOCK_NB), "flock (writer.lock)",
-                                   retrying: [EWOULDBLOCK, EINTR], at: directory) {
-            let waited = WriterLock.now() - start
+        let start = MonotonicInstant.now()
+        while try !tryLock() {
+            let waited = (MonotonicInstant.now() - start).seconds
             if waited >= timeout { throw StoreError.locked(path: directory, waitedSeconds: waited) }
-            Posix.expect(usleep(10_000), "usleep", tolerating: [EINTR])
+            Syscall.expect("usleep", tolerating: [EINTR], usleep(10_000)) // cut short by a signal: the poll comes sooner
+        }
+    }
+
+    /// One non-blocking try: false while another process holds it (EWOULDBLOCK; EINTR is retried
+    /// at once), any other failure thrown with the store's path.
+    private func tryLock() throws(StoreError) -> Bool {
+        do throws(TransportError) {
+            return try Syscall.transfer("flock (writer.lock)") { Int(flock(descriptor, LOCK_EX | LOCK_NB)) } != nil
+        } catch {
+            guard case let .socket(_, code) = error else { throw StoreError.invalid(error.description) }
+            throw StoreError.from(code, path: directory)
         }
     }
 
     /// Unlocking never blocks, so it cannot fail on a descriptor this lock owns: a failure is a bug.
-    func release() { Posix.expect(flock(descriptor, LOCK_UN), "flock (unlock writer.lock)") }
-
-    private static func now() -> Double {
-        var time = timespec()
-        Posix.expect(clock_gettime(CLOCK_MONOTONIC, &time), "clock_gettime")
-        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
-    }
+    func release() { Syscall.expect("flock (unlock writer.lock)", flock(descriptor, LOCK_UN)) }
 }

@@ -6,6 +6,7 @@ import Crypto
 import HTTP2TestSupport
 import IO
 import Testing
+import Vocabulary
 
 /// Server-certificate verification over real loopback handshakes: IP-address names are matched with
 /// iPAddress entries, and every refusal names its cause and what to pass.
@@ -77,7 +78,7 @@ import Testing
 
     @Test("An expired certificate is refused saying when it expired")
     func expiredCertificateSaysSo() throws {
-        let longAgo = SystemClock.seconds() - 900 * 86_400
+        let longAgo = WallClock.seconds() - 900 * 86_400
         try withServer(issue: { try $0.issueServerCertificate(validityDays: 30, now: longAgo) }) { port, ca in
             let message = try #require(failure(try request(port: port, caFile: ca)))
             #expect(message.contains("the server's certificate expired at " + ProviderTokenClockDiagnosis.iso8601(longAgo + 30 * 86_400)),

@@ -8,6 +8,7 @@ import Sender
 import Simulator
 import Synchronization
 import Testing
+import Vocabulary
 
 /// A loopback address that drops connection attempts, as a firewalled or unrouted address does:
 /// a listener whose accept queue is full and never accepted from. Linux then drops further SYNs,
@@ -75,7 +76,7 @@ func testPool(port: Int, connections: Int = 2, clockOffset: Int64 = 0) throws ->
     pool.threads = 1
     let signer = try ProviderTokenSigner(key: try SigningKey(contentsOf: certificates.providerKey), keyID: SimulatorCertificates.keyID,
                                          teamID: SimulatorCertificates.teamID)
-    pool.providerTokens = ProviderTokenSource(signer: signer, now: { SystemClock.seconds() + clockOffset })
+    pool.providerTokens = ProviderTokenSource(signer: signer, now: { WallClock.seconds() + clockOffset })
     return pool
 }
 

@@ -3,6 +3,7 @@ import JSONCore
 import Simulator
 import SokuhoCLI
 import Testing
+import Vocabulary
 
 /// Broadcast pushes through `sokuho send --channel`: the storage-policy rule on `apns-expiration`,
 /// and the request identity APNs answers broadcasts with.
@@ -14,7 +15,7 @@ import Testing
         try withSimulator { sim in
             let noStorage = sim.run(["channels", "create", "--storage-policy", "0"]).line
             let stored = sim.run(["channels", "create", "--storage-policy", "1"]).line
-            let later = String(SystemClock.seconds() + 600)
+            let later = String(WallClock.seconds() + 600)
 
             let refused = sim.run(["send", "--channel", noStorage, "--event", "update", "--content-state", state, "--expiration", later])
             #expect(refused.code == .refused, "\(refused)")

@@ -2,12 +2,13 @@ import APNs
 import Crypto
 @testable import Simulator
 import Testing
+import Vocabulary
 
 /// APNs' per-connection token rules, with real ES256 tokens and no sockets.
 @Suite struct ConnectionCredentialsTests {
     let key: SigningKey
     let verifier: ProviderTokenVerifier
-    let now = SystemClock.seconds()
+    let now = WallClock.seconds()
 
     init() throws {
         key = try SigningKey.generate()

@@ -5,6 +5,7 @@ import JSONCore
 import Simulator
 import SokuhoCLI
 import Testing
+import Vocabulary
 
 /// Device pushes through `sokuho send --token` beyond the acceptance flow: host names, dead tokens
 /// and injected faults.
@@ -45,7 +46,7 @@ import Testing
             #expect(answer["status"]?.int64Value == 410)
             #expect(answer["reason"]?.stringValue == "Unregistered")
             let timestamp = try #require(answer["timestamp"]?.int64Value)
-            #expect(abs(timestamp - SystemClock.seconds() * 1000) < 60_000, "milliseconds since 1970: \(timestamp)")
+            #expect(abs(timestamp - WallClock.seconds() * 1000) < 60_000, "milliseconds since 1970: \(timestamp)")
 
             let human = sim.run(["send", "--token", token, "--payload", payload, "--push-type", "liveactivity"])
             #expect(human.err.contains("410 Unregistered: the device token is not valid"), "\(human)")

@@ -2,6 +2,7 @@ import Crypto
 import JSONCore
 import Simulator
 import Testing
+import Vocabulary
 
 /// The acceptance flow of issue 4: an earthquake warning as a Live Activity started on a device and
 /// then driven through a broadcast channel, all through the CLI against the simulator.
@@ -32,7 +33,7 @@ import Testing
             #expect(update.code == .success, "\(update)")
             #expect(update.out.hasPrefix("status 200  apns-request-id "), "\(update)")
             let end = sim.run(["send", "--channel", channel, "--event", "end", "--content-state", over,
-                               "--dismissal-date", String(SystemClock.seconds() + 600)])
+                               "--dismissal-date", String(WallClock.seconds() + 600)])
             #expect(end.code == .success, "\(end)")
 
             let counters = sim.counters
@@ -70,7 +71,7 @@ import Testing
     @Test func pushLogEmbedsTheBodyByteForByte() throws {
         let dir = temporaryDirectory()
         let logPath = dir + "/pushes.jsonl"
-        let text = #"{ "aps" : {"timestamp": \#(SystemClock.seconds()), "event":"update", "content-state":{"magnitude":7.10,"note":"\u6771\n"}}, "z":1e3 }"#
+        let text = #"{ "aps" : {"timestamp": \#(WallClock.seconds()), "event":"update", "content-state":{"magnitude":7.10,"note":"\u6771\n"}}, "z":1e3 }"#
         let payload = writeFile(dir, "payload.json", text)
         try withSimulator({ $0.logPath = logPath }) { sim in
             let run = sim.run(["send", "--token", deviceToken("b7"), "--payload", payload, "--push-type", "liveactivity"])

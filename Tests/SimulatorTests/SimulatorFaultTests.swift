@@ -7,6 +7,7 @@ import HTTP2TestSupport
 import JSONCore
 import Simulator
 import Testing
+import Vocabulary
 
 /// The faults pool tests build on — a silent connection, a GOAWAY that says why, and the
 /// provider-token rule counted per key — seen from a real client connection on loopback.
@@ -78,7 +79,7 @@ import Testing
 
     /// Three connections, as three `sokuho send` processes that each signed their own token.
     func threeConnectionsWithThreeTokens(_ sim: RunningSimulator) throws -> [ClientResult] {
-        let now = SystemClock.seconds()
+        let now = WallClock.seconds()
         return try [now - 90, now - 60, now - 30].enumerated().map { index, issuedAt in
             let authorization = try RunningSimulator.authorization(keyPath: sim.certificates.providerKey, keyID: SimulatorCertificates.keyID,
                                                                    teamID: SimulatorCertificates.teamID, issuedAt: issuedAt)
@@ -122,7 +123,7 @@ import Testing
         let line = try #require(child.readLine(), "no start line: \(child.stderr)")
         let port = Int(try #require(try? JSONParser.parse(Array(line.utf8))["port"]?.int64Value))
         let ca = certDir + "/ca.pem", key = certDir + "/AuthKey_SIMKEY0001.p8"
-        let now = SystemClock.seconds()
+        let now = WallClock.seconds()
         let tokens = try [now - 90, now - 60, now - 30].map {
             try RunningSimulator.authorization(keyPath: key, keyID: "SIMKEY0001", teamID: "SOKUHOTEAM", issuedAt: $0)
         }

@@ -7,6 +7,7 @@ import JSONCore
 import Simulator
 import Testing
 import TokenStore
+import Vocabulary
 
 /// Issue 13's warm standby, with the real binary: `sokuho store restore` and `sokuho serve
 /// --standby` following a shipped backup until it is promoted.
@@ -104,7 +105,7 @@ import TokenStore
         // An event the primary had accepted and not finished when it backed up: the standby must
         // not run it, the promoted standby must.
         let pending = startEvent(key: "eew-pending", groups: [("region:0", 2, "pending")], channel: "null")
-        let now = TokenLineParser.realtimeMilliseconds()
+        let now = WallClock.milliseconds()
         let canonical = try FanoutEvent(json: Array(pending.utf8)).canonicalJSON
         _ = try scenario.withStore { store in
             try store.write([.putEventSerial(EventSerialRecord(eventKey: "eew-pending", serial: 1, bodyHash: SHA256.hash(canonical), phase: .sending,

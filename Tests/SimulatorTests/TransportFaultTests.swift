@@ -3,6 +3,7 @@ import HTTP2
 import HTTP2TestSupport
 import Simulator
 import Testing
+import Vocabulary
 
 /// The simulator's connection-level behaviour seen through the raw `OneShotClient` (no retries, so
 /// every refusal and failure shows): APNs' one-stream start, GOAWAY and a dropped connection.
@@ -78,7 +79,7 @@ import Testing
     @Test func tokensMayNotChangeOnAConnectionWithinTwentyMinutes() throws {
         try withSimulator { sim in
             let key = sim.certificates.providerKey
-            let now = SystemClock.seconds()
+            let now = WallClock.seconds()
             let first = try RunningSimulator.authorization(keyPath: key, keyID: SimulatorCertificates.keyID,
                                                            teamID: SimulatorCertificates.teamID, issuedAt: now - 60)
             let second = try RunningSimulator.authorization(keyPath: key, keyID: SimulatorCertificates.keyID,

@@ -27,9 +27,8 @@ struct ReturnCodeRule: Sendable, CustomTestStringConvertible {
         let directory = root + "/" + folder
         var unchecked: [String] = []
         var calls = 0
-        for name in try Self.swiftFiles(in: directory) where !excludedFiles.contains(name) {
-            let lines = try Self.read(directory + "/" + name).split(separator: "\n", omittingEmptySubsequences: false)
-                .map { (line: Substring) -> Substring in line.firstRange(of: "//").map { line[..<$0.lowerBound] } ?? line[...] }
+        for name in try SourceTree.swiftFiles(in: directory) where !excludedFiles.contains(name) {
+            let lines = SourceTree.code(try SourceTree.read(directory + "/" + name))
             for (number, code) in lines.enumerated() {
                 for call in functions(in: code) where !notCalls.contains(call) && !ignoredPrefixes.contains(where: { call.hasPrefix($0) }) {
                     calls += 1
@@ -56,29 +55,6 @@ struct ReturnCodeRule: Sendable, CustomTestStringConvertible {
             rest = after
         }
         return out
-    }
-
-    private static func swiftFiles(in directory: String) throws -> [String] {
-        let dir = try #require(opendir(directory), "cannot open \(directory)")
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name.hasSuffix(".swift") { names.append(name) }
-        }
-        return names.sorted()
-    }
-
-    private static func read(_ path: String) throws -> String {
-        let file = try #require(fopen(path, "r"), "cannot open \(path)")
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let n = chunk.withUnsafeMutableBufferPointer { fread($0.baseAddress, 1, $0.count, file) }
-            if n == 0 { return String(decoding: bytes, as: UTF8.self) }
-            bytes.append(contentsOf: chunk[0..<n])
-        }
     }
 }
 
@@ -138,10 +114,7 @@ struct ReturnCodeRule: Sendable, CustomTestStringConvertible {
 
     @Test("Every C library return code goes through the module's checked wrapper", arguments: rules)
     func everyReturnCodeIsChecked(_ rule: ReturnCodeRule) throws {
-        let file = #filePath
-        let tests = file[..<file.lastIndex(of: "/")!]
-        let root = String(tests[..<tests.lastIndex(of: "/")!].dropLast("/Tests".count))
-        let (calls, unchecked) = try rule.uncheckedCalls(root: root)
+        let (calls, unchecked) = try rule.uncheckedCalls(root: SourceTree.root)
         #expect(calls >= rule.minimumCalls, "the scan found only \(calls) \(rule.prefixes) calls; is \(rule.folder) right?")
         #expect(unchecked == [], "unchecked \(rule.library) return codes:\n\(unchecked.joined(separator: "\n"))")
     }

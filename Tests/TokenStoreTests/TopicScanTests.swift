@@ -1,4 +1,5 @@
 import Glibc
+import IO
 import Testing
 @testable import TokenStore
 
@@ -97,7 +98,7 @@ import Testing
 
 /// Scans one topic in a loop on its own thread, recording how many targets each pass saw.
 final class ScanLoop: @unchecked Sendable {
-    // @unchecked: `counts` and `running` are only touched inside `lock.locked`.
+    // @unchecked: `counts` and `running` are only touched inside `lock.withLock`.
     private let store: TokenStore
     private let lock = ConditionLock()
     private var counts: [Int] = []
@@ -110,18 +111,18 @@ final class ScanLoop: @unchecked Sendable {
         let context = Unmanaged.passRetained(self).toOpaque()
         pthread_create(&thread, nil, { context in
             let loop = Unmanaged<ScanLoop>.fromOpaque(context!).takeRetainedValue()
-            while loop.lock.locked({ loop.running }) {
+            while loop.lock.withLock({ loop.running }) {
                 // One batch as large as the topic: one read transaction per pass.
                 let count = (try? loop.store.targets("region:301", batch: 1_000_000).count) ?? -1
-                loop.lock.locked { loop.counts.append(count) }
+                loop.lock.withLock { loop.counts.append(count) }
             }
             return nil
         }, context)
     }
 
     func stop() -> [Int] {
-        lock.locked { running = false }
+        lock.withLock { running = false }
         pthread_join(thread, nil)
-        return lock.locked { counts }
+        return lock.withLock { counts }
     }
 }

@@ -7,6 +7,7 @@ import HTTP2TestSupport
 import JSONCore
 import Simulator
 import SokuhoCLI
+import Vocabulary
 
 /// A fresh private temporary directory for one test (tests run in parallel).
 func temporaryDirectory(_ prefix: String = "sokuho-simtest") -> String {
@@ -96,7 +97,7 @@ final class RunningSimulator {
     /// `bearer <jwt>` of the shared test key, issued now.
     func authorization() throws -> String {
         try Self.authorization(keyPath: certificates.providerKey, keyID: SimulatorCertificates.keyID,
-                               teamID: SimulatorCertificates.teamID, issuedAt: SystemClock.seconds())
+                               teamID: SimulatorCertificates.teamID, issuedAt: WallClock.seconds())
     }
 
     static func authorization(keyPath: String, keyID: String, teamID: String, issuedAt: Int64) throws -> String {
@@ -132,7 +133,7 @@ func liveActivityHeaders(topic: String = testBundle) -> [(name: String, value: S
 }
 
 /// A small valid Live Activity update body.
-func updateBody(timestamp: Int64 = SystemClock.seconds()) -> [UInt8] {
+func updateBody(timestamp: Int64 = WallClock.seconds()) -> [UInt8] {
     Array(#"{"aps":{"timestamp":\#(timestamp),"event":"update","content-state":{"intensity":5}}}"#.utf8)
 }
 
