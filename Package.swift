@@ -52,7 +52,7 @@ let package = Package(
         // checked whole at start, re-read on SIGHUP) and the daemon itself: the store, a warm
         // connection pool per app, the HTTP API, the event queue and the cluster's side.
         // openapi.json describes the HTTP API; SimulatorTests/OpenAPITests checks the server against it.
-        .target(name: "Daemon", dependencies: ["APNs", "Crypto", "JSONCore", "Fanout", "Sender", "TokenStore", "HTTPAPI", "HTTP2", "IO", "CSystem", "Cluster", "Vocabulary"],
+        .target(name: "Daemon", dependencies: ["APNs", "Crypto", "JSONCore", "Fanout", "Sender", "TokenStore", "HTTPAPI", "HTTP2", "IO", "CSystem", "Redis", "Vocabulary"],
                 exclude: ["openapi.json"]),
         // Live Activity events from the token store: scan → starts per group → pool → outcomes →
         // store writes (checkpoints, pruning), plus the event's broadcasts and channels.
@@ -61,9 +61,9 @@ let package = Package(
         .target(name: "Sender", dependencies: ["APNs", "IO", "HTTP2", "Crypto", "Vocabulary"]),
         // The APNs look-alike for tests, demo and benchmarks.
         .target(name: "Simulator", dependencies: ["APNs", "IO", "HTTP2", "Crypto", "JSONCore", "Vocabulary"]),
-        // Several nodes through Valkey/Redis Streams (issue 15): a small typed client on hiredis —
+        // The Redis/Valkey client the cluster runs on (issue 15): a small typed client on hiredis —
         // stream commands, consumer groups, leases with fencing tokens. Every hiredis pointer stays inside.
-        .target(name: "Cluster", dependencies: ["CHiredis"]),
+        .target(name: "Redis", dependencies: ["CHiredis"]),
         .executableTarget(name: "sokuho", dependencies: ["SokuhoCLI"]),
 
         .testTarget(name: "CLibraryTests", dependencies: ["CMbedTLS", "CNghttp2", "CLMDB", "Crypto", "HTTP2", "TokenStore"]),
@@ -72,7 +72,7 @@ let package = Package(
         .target(name: "HTTP2TestSupport", dependencies: ["HTTP2", "IO"], path: "Tests/HTTP2TestSupport"),
         .testTarget(name: "HTTP2Tests", dependencies: ["IO", "HTTP2", "HTTP2TestSupport", "Crypto", "CNghttp2", "Vocabulary"]),
         // End to end: the simulator on loopback, driven by the CLI in-process, raw HTTP/2 and curl.
-        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "SokuhoCLI", "APNs", "Crypto", "IO", "HTTP2", "HTTP2TestSupport", "JSONCore", "Fanout", "TokenStore", "RedisTestSupport", "Cluster", "Vocabulary"],
+        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "SokuhoCLI", "APNs", "Crypto", "IO", "HTTP2", "HTTP2TestSupport", "JSONCore", "Fanout", "TokenStore", "RedisTestSupport", "Redis", "Vocabulary"],
                     // The bad-input corpus: test data read by BadInputTests from the source tree, not resources.
                     exclude: ["BadInputs"]),
         // The API server against a real HTTP/1.1 client: curl.
@@ -84,9 +84,9 @@ let package = Package(
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "CMbedTLS"], exclude: ["Fixtures"]),
         .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "JSONCore", "IO"]),
         // The cluster client against a real redis-server the tests start on loopback.
-        .testTarget(name: "ClusterTests", dependencies: ["Cluster", "RedisTestSupport"]),
-        // A redis-server of the test's own on a free loopback port (ClusterTests, the cluster's end-to-end tests).
-        .target(name: "RedisTestSupport", dependencies: ["Cluster"], path: "Tests/RedisTestSupport"),
+        .testTarget(name: "RedisTests", dependencies: ["Redis", "RedisTestSupport"]),
+        // A redis-server of the test's own on a free loopback port (RedisTests, the cluster's end-to-end tests).
+        .target(name: "RedisTestSupport", dependencies: ["Redis"], path: "Tests/RedisTestSupport"),
         // Rules checked by reading the sources: the C return codes go through the checked wrappers,
         // and the vocabulary (hex, wall clock, UUIDs, locks, errno checks, strict JSON objects) is defined once.
         .testTarget(name: "SourceRuleTests"),

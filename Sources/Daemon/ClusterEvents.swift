@@ -1,4 +1,4 @@
-import Cluster
+import Redis
 import Fanout
 import IO
 import JSONCore

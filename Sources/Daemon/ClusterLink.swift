@@ -1,4 +1,4 @@
-import Cluster
+import Redis
 import IO
 import Synchronization
 

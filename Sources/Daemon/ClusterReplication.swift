@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Cluster
+import Redis
 import IO
 import JSONCore
 import Synchronization

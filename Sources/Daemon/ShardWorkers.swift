@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Cluster
+import Redis
 import Crypto
 import Fanout
 import IO

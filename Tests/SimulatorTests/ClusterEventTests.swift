@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Cluster
+import Redis
 import JSONCore
 import RedisTestSupport
 import Simulator

@@ -60,7 +60,7 @@ struct ReturnCodeRule: Sendable, CustomTestStringConvertible {
 
 /// The rules of the checked wrappers, as tests: `MbedTLS` (Sources/Crypto/MbedTLS.swift),
 /// `Nghttp2` (Sources/HTTP2/Nghttp2Check.swift), `LibEvent` (Sources/HTTPAPI/LibEvent.swift) and `Hiredis`
-/// (Sources/Cluster/Hiredis.swift). A new unchecked call fails here.
+/// (Sources/Redis/Hiredis.swift). A new unchecked call fails here.
 @Suite struct ReturnCodeRuleTests {
     static let rules = [
         ReturnCodeRule(
@@ -105,7 +105,7 @@ struct ReturnCodeRule: Sendable, CustomTestStringConvertible {
             ],
             notCalls: [], ignoredPrefixes: [], excludedFiles: [], followingLines: 1, minimumCalls: 25),
         ReturnCodeRule(
-            library: "hiredis", folder: "Sources/Cluster", prefixes: ["redis"],
+            library: "hiredis", folder: "Sources/Redis", prefixes: ["redis"],
             wrappers: ["Hiredis.check(", "Hiredis.context(", "Hiredis.reply("],
             // redisFree returns nothing; freeReplyObject (no "redis" prefix) is called in Hiredis.reply only.
             returnsNoStatus: ["redisFree"],

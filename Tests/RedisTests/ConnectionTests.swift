@@ -1,4 +1,4 @@
-import Cluster
+import Redis
 import RedisTestSupport
 import Dispatch
 import Glibc
