@@ -47,12 +47,21 @@ let package = Package(
         // system calls (`Syscall`) and `ConditionLock` of its writer thread and queue.
         .target(name: "TokenStore", dependencies: ["CLMDB", "JSONCore", "APNs", "IO", "Vocabulary"]),
         // The command line: one table-driven parser, one file per sub-command.
-        .target(name: "SokuhoCLI", dependencies: ["JSONCore", "APNs", "Crypto", "IO", "HTTP2", "HTTPAPI", "Sender", "Simulator", "TokenStore", "Fanout", "Daemon", "Vocabulary"]),
-        // `sokuho serve`: its configuration (one JSON file, flags and SOKUHO_* variables on top,
-        // checked whole at start, re-read on SIGHUP) and the daemon itself: the store, a warm
-        // connection pool per app, the HTTP API, the event queue and the cluster's side.
-        // openapi.json describes the HTTP API; SimulatorTests/OpenAPITests checks the server against it.
-        .target(name: "Daemon", dependencies: ["APNs", "Crypto", "JSONCore", "Fanout", "Sender", "TokenStore", "HTTPAPI", "HTTP2", "IO", "CSystem", "Redis", "Vocabulary"],
+        .target(name: "SokuhoCLI", dependencies: ["JSONCore", "APNs", "Crypto", "IO", "HTTP2", "HTTPAPI", "Sender", "Simulator", "TokenStore", "Fanout", "Daemon", "DaemonConfiguration", "Runtime", "Vocabulary"]),
+        // `sokuho serve` in parts, each one job (README "Layout"):
+        // its configuration — one JSON file, flags and SOKUHO_* variables on top, checked whole at start;
+        .target(name: "DaemonConfiguration", dependencies: ["APNs", "Crypto", "JSONCore"]),
+        // this node of a cluster — its Redis link and health, shard leases, registration replication;
+        .target(name: "Cluster", dependencies: ["DaemonConfiguration", "IO", "JSONCore", "Redis", "TokenStore"]),
+        // the runtime — the store, one warm AppRuntime per app, the event queue, reload, standby,
+        // credential checks, metrics, the cluster's events and shard workers; nothing about HTTP;
+        .target(name: "Runtime", dependencies: ["APNs", "CSystem", "Cluster", "Crypto", "DaemonConfiguration", "Fanout", "HTTP2", "IO",
+                                                "JSONCore", "Redis", "Sender", "TokenStore", "Vocabulary"]),
+        // and the daemon itself: the HTTP API (routes, status page — the only place HTTP status codes
+        // live) put together with the runtime. openapi.json describes the API; SimulatorTests/OpenAPITests
+        // checks the server against it.
+        .target(name: "Daemon", dependencies: ["APNs", "Crypto", "DaemonConfiguration", "Fanout", "HTTPAPI", "IO", "JSONCore", "Runtime",
+                                               "TokenStore", "Vocabulary"],
                 exclude: ["openapi.json"]),
         // Live Activity events from the token store: scan → starts per group → pool → outcomes →
         // store writes (checkpoints, pruning), plus the event's broadcasts and channels.
@@ -67,7 +76,7 @@ let package = Package(
         .executableTarget(name: "sokuho", dependencies: ["SokuhoCLI"]),
 
         .testTarget(name: "CLibraryTests", dependencies: ["CMbedTLS", "CNghttp2", "CLMDB", "Crypto", "HTTP2", "TokenStore"]),
-        .testTarget(name: "SokuhoCLITests", dependencies: ["SokuhoCLI", "Daemon", "APNs", "Crypto"]),
+        .testTarget(name: "SokuhoCLITests", dependencies: ["SokuhoCLI", "Daemon", "DaemonConfiguration", "Runtime", "APNs", "Crypto"]),
         // A raw HTTP/2 client (no retries, no APNs rules) for the transport and simulator tests.
         .target(name: "HTTP2TestSupport", dependencies: ["HTTP2", "IO"], path: "Tests/HTTP2TestSupport"),
         .testTarget(name: "HTTP2Tests", dependencies: ["IO", "HTTP2", "HTTP2TestSupport", "Crypto", "CNghttp2", "Vocabulary"]),
@@ -92,7 +101,7 @@ let package = Package(
         .testTarget(name: "SourceRuleTests"),
         // Fuzzing: the targets (parsers of untrusted input), the libFuzzer driver that Toolchain/fuzz
         // builds with sanitizers (here it only replays files), and the replay of Tests/FuzzCorpus.
-        .target(name: "FuzzTargets", dependencies: ["APNs", "Daemon", "Fanout", "HTTP2", "JSONCore", "TokenStore"], path: "Tests/FuzzTargets"),
+        .target(name: "FuzzTargets", dependencies: ["APNs", "Daemon", "DaemonConfiguration", "Runtime", "Fanout", "HTTP2", "JSONCore", "TokenStore"], path: "Tests/FuzzTargets"),
         .executableTarget(name: "sokuho-fuzz", dependencies: ["FuzzTargets"], path: "Tests/Fuzz"),
         .testTarget(name: "FuzzTests", dependencies: ["FuzzTargets"]),
     ],

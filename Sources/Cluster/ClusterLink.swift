@@ -1,3 +1,4 @@
+import DaemonConfiguration
 import Redis
 import IO
 import Synchronization
@@ -5,20 +6,20 @@ import Synchronization
 /// Whether this node reaches the cluster's Redis: what `/readyz`, `/metrics` and the status page
 /// say. Every link reports each success and failure here; one working link is not proof the others
 /// work, so the last report wins (a failure is reported until some command succeeds again).
-final class ClusterHealth: Sendable {
+package final class ClusterHealth: Sendable {
     private let state = Mutex<(connected: Bool, error: String?)>((false, "not connected yet"))
     /// Commands sent to Redis by this node (every link), for `/metrics` and the benchmark.
-    let commands = Atomic<Int>(0)
+    package let commands = Atomic<Int>(0)
 
-    var connected: Bool { state.withLock { $0.connected } }
+    package var connected: Bool { state.withLock { $0.connected } }
     /// The last failure, while disconnected.
-    var problem: String? { state.withLock { $0.connected ? nil : $0.error } }
+    package var problem: String? { state.withLock { $0.connected ? nil : $0.error } }
 
-    func succeeded() {
+    package func succeeded() {
         state.withLock { $0 = (true, nil) }
     }
 
-    func failed(_ error: RedisError) {
+    package func failed(_ error: RedisError) {
         state.withLock { $0 = (false, error.description) }
     }
 }
@@ -27,23 +28,23 @@ final class ClusterHealth: Sendable {
 /// its own): connects on first use, and after a failure reconnects no sooner than its back-off
 /// (100 ms, doubling to 5 s) so a Redis that is down costs one connect attempt per back-off, not
 /// one per command.
-final class ClusterLink: @unchecked Sendable {
+package final class ClusterLink: @unchecked Sendable {
     // @unchecked: one thread at a time uses a link — the thread it was made for, or whoever
     // holds the Mutex it lives in (`ClusterNode.apiLink`, `ShardLease`).
-    let endpoint: RedisEndpoint
-    let health: ClusterHealth
+    package let endpoint: RedisEndpoint
+    package let health: ClusterHealth
     private var connection: RedisConnection?
     private var backoff: Duration = .milliseconds(100)
     private var retryAt = MonotonicInstant.now()
 
-    init(endpoint: RedisEndpoint, health: ClusterHealth) {
+    package init(endpoint: RedisEndpoint, health: ClusterHealth) {
         self.endpoint = endpoint
         self.health = health
     }
 
     /// Runs `body` on a working connection. Throws the connection's error (or the last connect
     /// failure while backing off); a server error reply is `body`'s to handle.
-    func run<T>(_ body: (RedisConnection) throws(RedisError) -> T) throws(RedisError) -> T {
+    package func run<T>(_ body: (RedisConnection) throws(RedisError) -> T) throws(RedisError) -> T {
         let connection = try connected()
         do {
             let result = try body(connection)

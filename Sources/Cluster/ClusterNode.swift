@@ -1,3 +1,4 @@
+import DaemonConfiguration
 import Redis
 import IO
 import Synchronization
@@ -9,20 +10,20 @@ import Synchronization
 /// Redis is never on a push's path: the fan-out reads the local LMDB store, and a node that loses
 /// Redis keeps sending what it has (events submitted to it run locally, unsharded) and says it is
 /// degraded on `/readyz` and `/metrics`.
-final class ClusterNode: Sendable {
-    let settings: ServeConfiguration.Cluster
-    let endpoint: RedisEndpoint
-    let health = ClusterHealth()
-    let counters = ClusterCounters()
-    var node: String { settings.node }
+package final class ClusterNode: Sendable {
+    package let settings: ServeConfiguration.Cluster
+    package let endpoint: RedisEndpoint
+    package let health = ClusterHealth()
+    package let counters = ClusterCounters()
+    package var node: String { settings.node }
 
-    init(_ settings: ServeConfiguration.Cluster) throws(ServiceError) {
+    package init(_ settings: ServeConfiguration.Cluster) throws(ServiceError) {
         self.settings = settings
         // One second each: a lease is extended every third of `claimAfter` (≥ 2 s), and an API
         // request waits for a submission.
         var endpoint = RedisEndpoint(host: settings.redis.host, port: settings.redis.port, connectTimeout: .seconds(1), commandTimeout: .seconds(1))
         if let file = settings.passwordFile {
-            do { endpoint.password = String(decoding: try Service.readSecretFile(file), as: UTF8.self) } catch {
+            do { endpoint.password = String(decoding: try SecretFile.read(file), as: UTF8.self) } catch {
                 throw ServiceError("cluster.passwordFile \(file): \(error.message)")
             }
         }
@@ -32,27 +33,27 @@ final class ClusterNode: Sendable {
 
     /// The API thread's link: submitting events, reading their ledger (at most `commandTimeout`
     /// each, so a hung Redis stalls the API for a second, not forever).
-    let apiLink: Mutex<ClusterLink>
+    package let apiLink: Mutex<ClusterLink>
 
     /// Runs `body` on the API thread's link.
-    func api<T: Sendable>(_ body: (RedisConnection) throws(RedisError) -> T) throws(RedisError) -> T {
+    package func api<T: Sendable>(_ body: (RedisConnection) throws(RedisError) -> T) throws(RedisError) -> T {
         try apiLink.withLock { link throws(RedisError) -> T in try link.run(body) }
     }
 
     /// A new link for a thread that talks to Redis.
-    func link() -> ClusterLink { ClusterLink(endpoint: endpoint, health: health) }
+    package func link() -> ClusterLink { ClusterLink(endpoint: endpoint, health: health) }
 }
 
 /// What this node's share of the cluster's events came to, for `/metrics`.
-final class ClusterCounters: Sendable {
+package final class ClusterCounters: Sendable {
     /// Shards this node sent to the end and reported.
-    let shardsDone = Atomic<Int>(0)
+    package let shardsDone = Atomic<Int>(0)
     /// Shards this node took over from another (XAUTOCLAIM after `claimAfter`).
-    let takenOver = Atomic<Int>(0)
+    package let takenOver = Atomic<Int>(0)
     /// Shards this node stopped sending because its lease was gone.
-    let abandoned = Atomic<Int>(0)
+    package let abandoned = Atomic<Int>(0)
     /// Stream entries that were not shards (skipped, acknowledged).
-    let badEntries = Atomic<Int>(0)
+    package let badEntries = Atomic<Int>(0)
     /// Events accepted while Redis was unreachable: run by this node alone.
-    let ranAlone = Atomic<Int>(0)
+    package let ranAlone = Atomic<Int>(0)
 }

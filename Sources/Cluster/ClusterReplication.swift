@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import DaemonConfiguration
 import Glibc
 #endif
 import Redis
@@ -22,9 +23,9 @@ import TokenStore
 ///   entries at most once a second, and when the stream goes quiet). Entries that do not decode are
 ///   skipped whole and counted. It checks for a gap (entries trimmed before it read them) at its
 ///   start, after every Redis failure and every 30 s: a node behind says so and continues.
-final class RegistrationReplication: Sendable {
-    let node: ClusterNode
-    let stores: StoreHolder
+package final class RegistrationReplication: Sendable {
+    package let node: ClusterNode
+    package let stores: StoreHolder
     private let logger: Mutex<@Sendable (String) -> Void> = Mutex({ _ in })
     private let threads = Mutex<[PeriodicThread]>([])
     /// The applier's place in the stream for the store of that identity (nil: not read from the
@@ -35,21 +36,21 @@ final class RegistrationReplication: Sendable {
 
     /// Outbox records published, stream entries applied (other nodes'), own entries skipped,
     /// entries refused as undecodable: for `/metrics`.
-    let published = Atomic<Int>(0)
-    let applied = Atomic<Int>(0)
-    let skippedOwn = Atomic<Int>(0)
-    let badEntries = Atomic<Int>(0)
+    package let published = Atomic<Int>(0)
+    package let applied = Atomic<Int>(0)
+    package let skippedOwn = Atomic<Int>(0)
+    package let badEntries = Atomic<Int>(0)
 
     /// How often the applier looks for a gap while Redis stays reachable: trimming can overtake a
     /// node that reads slower than others write.
-    static let gapCheckInterval: Duration = .seconds(30)
+    package static let gapCheckInterval: Duration = .seconds(30)
     /// Entries per XREAD, and how long one waits for new ones (also how long `stop` may wait).
-    static let readCount = 256
-    static let readBlock: Duration = .milliseconds(500)
+    package static let readCount = 256
+    package static let readBlock: Duration = .milliseconds(500)
 
     /// Switches the store's outbox on at once: every local change from here on is published,
     /// including those of events a previous run left unfinished, which resume before `start`.
-    init(node: ClusterNode, stores: StoreHolder) throws(StoreError) {
+    package init(node: ClusterNode, stores: StoreHolder) throws(StoreError) {
         self.node = node
         self.stores = stores
         _ = try stores.current.replicate()
@@ -58,7 +59,7 @@ final class RegistrationReplication: Sendable {
     private func log(_ line: String) { logger.withLock { $0 }(line) }
 
     /// Starts the publisher and the applier; `log` takes their messages (stderr under `sokuho serve`).
-    func start(log: @escaping @Sendable (String) -> Void) {
+    package func start(log: @escaping @Sendable (String) -> Void) {
         logger.withLock { $0 = log }
         let publisherLink = ThreadLink(node.link()), applierLink = ThreadLink(node.link())
         let publisher = PeriodicThread(name: "sokuho-publish", interval: .milliseconds(20)) { [self] stopping in
@@ -71,7 +72,7 @@ final class RegistrationReplication: Sendable {
     }
 
     /// Stops both threads (each finishes its round: at most one XREAD block or one outbox batch).
-    func stop() {
+    package func stop() {
         for thread in threads.withLock({ threads -> [PeriodicThread] in defer { threads = [] }; return threads }) { thread.stop() }
     }
 
@@ -214,7 +215,7 @@ final class RegistrationReplication: Sendable {
     /// with nothing applied is behind as soon as anything was trimmed. Read as the whole truth
     /// only within this approximation: a node whose very last entry went in a trim together with
     /// none of its successors counts as behind, which with blocks of ~100 entries it would be anyway.
-    static func gap(after: StreamID, head: StreamHead) -> String? {
+    package static func gap(after: StreamID, head: StreamHead) -> String? {
         let first = head.firstEntry ?? head.lastGenerated
         guard let added = head.entriesAdded, added > head.length, first > after else {
             return nil
@@ -240,7 +241,7 @@ final class RegistrationReplication: Sendable {
 
 extension RegistrationReplication {
     /// The `cluster` member of `/readyz`.
-    func readiness(into writer: inout JSONWriter) {
+    package func readiness(into writer: inout JSONWriter) {
         let status = try? stores.current.replicationStatus()
         writer.beginObject()
         writer.key("node"); writer.string(node.node)
@@ -253,30 +254,11 @@ extension RegistrationReplication {
         writer.key("behind"); if let behind = status?.behind { writer.string(behind) } else { writer.null() }
         writer.endObject()
     }
-
-    /// The replication lines of `/metrics`.
-    func metrics(into text: inout PrometheusText) {
-        let status = try? stores.current.replicationStatus()
-        text.family("sokuho_cluster_replication_published_total", .counter, help: "Outbox records this node published to the registration stream.")
-        text.sample("sokuho_cluster_replication_published_total", [], published.load(ordering: .relaxed))
-        text.family("sokuho_cluster_replication_applied_total", .counter, help: "Registration stream entries of other nodes applied to this node's store.")
-        text.sample("sokuho_cluster_replication_applied_total", [], applied.load(ordering: .relaxed))
-        text.family("sokuho_cluster_replication_own_skipped_total", .counter, help: "Registration stream entries this node's own store published, read back and skipped.")
-        text.sample("sokuho_cluster_replication_own_skipped_total", [], skippedOwn.load(ordering: .relaxed))
-        text.family("sokuho_cluster_replication_bad_entries_total", .counter, help: "Registration stream entries skipped because they did not decode.")
-        text.sample("sokuho_cluster_replication_bad_entries_total", [], badEntries.load(ordering: .relaxed))
-        if let status {
-            text.family("sokuho_cluster_replication_outbox", .gauge, help: "Local changes committed but not yet published (grows while Redis is unreachable).")
-            text.sample("sokuho_cluster_replication_outbox", [], status.outbox)
-            text.family("sokuho_cluster_replication_behind", .gauge, help: "1 when entries were trimmed from the stream before this node applied them: restore a peer's backup.")
-            text.sample("sokuho_cluster_replication_behind", [], status.behind == nil ? 0 : 1)
-        }
-    }
 }
 
 /// A link handed to the one thread that uses it (ClusterLink is a thread's own connection, not
 /// Sendable); nothing else touches it after `start`.
 private final class ThreadLink: @unchecked Sendable {
-    let link: ClusterLink
-    init(_ link: ClusterLink) { self.link = link }
+    package let link: ClusterLink
+    package init(_ link: ClusterLink) { self.link = link }
 }

@@ -1,3 +1,4 @@
+import DaemonConfiguration
 import Redis
 import IO
 import Synchronization
@@ -10,13 +11,13 @@ import Synchronization
 /// it went unextended for two thirds of its duration (Redis unreachable: a partition). That is
 /// before it can expire, so a cut-off holder stops handing out pushes before any other node can
 /// take the lease and start — the split brain a lease without this check would allow.
-final class ShardLease: Sendable {
-    let lease: Lease
+package final class ShardLease: Sendable {
+    package let lease: Lease
     private let duration: Duration
     private let state: Mutex<(extendedAt: MonotonicInstant, lost: String?)>
     private let keeper = Mutex<PeriodicThread?>(nil)
 
-    init(_ lease: Lease, entry: StreamID, duration: Duration, cluster: ClusterNode) {
+    package init(_ lease: Lease, entry: StreamID, duration: Duration, cluster: ClusterNode) {
         self.lease = lease
         self.duration = duration
         state = Mutex((MonotonicInstant.now(), nil))
@@ -43,7 +44,7 @@ final class ShardLease: Sendable {
     }
 
     /// Why this node must stop sending the shard, or nil while the lease is safely held.
-    var lostReason: String? {
+    package var lostReason: String? {
         state.withLock { state in
             if let lost = state.lost { return lost }
             let since = MonotonicInstant.now() - state.extendedAt
@@ -53,5 +54,5 @@ final class ShardLease: Sendable {
         }
     }
 
-    func stop() { keeper.stopThread() }
+    package func stop() { keeper.stopThread() }
 }

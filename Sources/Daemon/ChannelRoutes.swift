@@ -1,3 +1,5 @@
+import DaemonConfiguration
+import Runtime
 import APNs
 import Fanout
 import HTTPAPI
@@ -14,10 +16,10 @@ import JSONCore
 /// no connection per request, and the API thread never waits. Per app, 4 are on the wire at once
 /// and up to 64 wait; past that 429 with Retry-After (an API client in a loop must not pile up).
 extension Router {
-    static let channelsPath = "/v1/channels"
+    package static let channelsPath = "/v1/channels"
 
     /// The answer for a channel route, or nil when the path is not one. The caller checked the admin token.
-    func channelAnswer(_ request: HTTPRequest, service: Service) -> HTTPAnswer? {
+    package func channelAnswer(_ request: HTTPRequest, service: Service) -> HTTPAnswer? {
         switch request.method {
         case "GET" where request.path == Self.channelsPath:
             let runtime: AppRuntime
@@ -120,7 +122,7 @@ extension Router {
     }
 
     /// A channel id is base64 and may hold `/`, `+` and `=`: percent-encoded in its URL.
-    static func channelURL(_ id: ChannelID, _ runtime: AppRuntime) -> String {
+    package static func channelURL(_ id: ChannelID, _ runtime: AppRuntime) -> String {
         Self.channelsPath + "/" + percentEncoded(id.text, keepingSlash: false) + "?app=" + runtime.app.bundleID.text
             + "&environment=" + runtime.app.environment.rawValue
     }

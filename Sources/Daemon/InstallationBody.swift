@@ -1,3 +1,5 @@
+import DaemonConfiguration
+import Runtime
 import APNs
 import Crypto
 import Fanout
@@ -8,10 +10,10 @@ import Vocabulary
 /// The checks of an API body's values that name the body's field (the object itself is read
 /// strictly by `JSONObjectFields`, as events are: a repeated or unknown member is refused by its name,
 /// so a phone sending "topic" for "topics" learns it at once instead of following nothing).
-enum BodyFields {
+package enum BodyFields {
     /// A name the store takes (installation id, topic, event key): its limits, checked here so the
     /// message names the body's field rather than the store's.
-    static func name(_ value: JSONValue, field: String) throws(EventError) -> String {
+    package static func name(_ value: JSONValue, field: String) throws(EventError) -> String {
         guard let text = value.stringValue else { throw EventError(field: field, "must be a string") }
         do { try StoreLimits.checkName(text, field: field) } catch { throw EventError(field: field, "must be 1...\(StoreLimits.maximumNameBytes) bytes without control characters") }
         return text
@@ -19,7 +21,7 @@ enum BodyFields {
 
     /// A token as hex: the same rules as every other token parser (`DeviceToken`), and the store's
     /// length bounds.
-    static func token(_ value: JSONValue, field: String) throws(EventError) -> [UInt8] {
+    package static func token(_ value: JSONValue, field: String) throws(EventError) -> [UInt8] {
         guard let text = value.stringValue else { throw EventError(field: field, "must be the token as a string of hex digits") }
         do throws(ValidationError) { _ = try DeviceToken(hex: text) } catch { throw EventError(field: field, error.message) }
         // DeviceToken checked the digits and the even length, so the decode cannot fail.
@@ -32,12 +34,12 @@ enum BodyFields {
 /// The body of `POST /v1/installations` and `PUT /v1/installations/{id}`: the app, the tokens the
 /// phone has, and the topics they follow. `package` for the fuzz targets (Tests/FuzzTargets).
 package struct InstallationBody {
-    var app: BundleID
-    var environment: Environment
-    var installationID: String?
-    var tokens: [(kind: TokenKind, token: [UInt8])]
-    var topics: [TopicSubscription]
-    var broadcast: Bool?
+    package var app: BundleID
+    package var environment: Environment
+    package var installationID: String?
+    package var tokens: [(kind: TokenKind, token: [UInt8])]
+    package var topics: [TopicSubscription]
+    package var broadcast: Bool?
 
     package init(json bytes: [UInt8]) throws(EventError) {
         var fields = try JSONObjectFields<EventError>(json: bytes, root: "body")
@@ -86,10 +88,10 @@ package struct InstallationBody {
 /// The body of `POST /v1/installations/{id}/activities`: a Live Activity the phone started and
 /// its update token.
 package struct ActivityBody {
-    var eventKey: String
-    var activityID: String
-    var token: [UInt8]
-    var topic: String?
+    package var eventKey: String
+    package var activityID: String
+    package var token: [UInt8]
+    package var topic: String?
 
     package init(json bytes: [UInt8]) throws(EventError) {
         var fields = try JSONObjectFields<EventError>(json: bytes, root: "body")

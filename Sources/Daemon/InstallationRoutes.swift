@@ -1,3 +1,5 @@
+import DaemonConfiguration
+import Runtime
 import APNs
 import Crypto
 import Fanout
@@ -14,10 +16,10 @@ import Vocabulary
 /// Writes go through `TokenStore.submit` and answer `.deferred` from the writer thread, so the
 /// HTTP thread never waits for a commit (a durable one is an fsync: milliseconds on an SD card).
 extension Router {
-    static let installationsPath = "/v1/installations"
+    package static let installationsPath = "/v1/installations"
 
     /// The answer for an app route, or nil when the path is not one.
-    func installationAnswer(_ request: HTTPRequest, service: Service) -> HTTPAnswer? {
+    package func installationAnswer(_ request: HTTPRequest, service: Service) -> HTTPAnswer? {
         if request.path == Self.installationsPath {
             guard request.method == "POST" else {
                 return .response(.error(status: 404, code: "not_found", message: "no such route: \(request.method) \(request.path)"))
@@ -41,7 +43,7 @@ extension Router {
         .response(.error(status: 400, code: "invalid_body", message: error.description))
     }
 
-    static func unknownApp(_ app: BundleID, _ environment: Environment) -> HTTPAnswer {
+    package static func unknownApp(_ app: BundleID, _ environment: Environment) -> HTTPAnswer {
         .response(.error(status: 422, code: "unknown_app", message: "app: \(app.text) in \(environment.rawValue) is not configured on this daemon"))
     }
 
@@ -187,13 +189,13 @@ extension Router {
     }
 
     /// A version 4 UUID from the system's random source: an id no other phone will pick.
-    static func newInstallationID() -> String {
+    package static func newInstallationID() -> String {
         UUIDText.version4(RandomSource.shared.bytes(16))
     }
 }
 
 /// A refusal carried through a `Result` (an answer, already shaped).
-struct AnswerError: Error {
-    let answer: HTTPAnswer
-    init(_ answer: HTTPAnswer) { self.answer = answer }
+package struct AnswerError: Error {
+    package let answer: HTTPAnswer
+    package init(_ answer: HTTPAnswer) { self.answer = answer }
 }

@@ -1,3 +1,5 @@
+import DaemonConfiguration
+import Runtime
 import Crypto
 import Fanout
 import HTTPAPI
@@ -22,9 +24,9 @@ import Vocabulary
 /// `package` only for the fuzz targets (Tests/FuzzTargets), which call its pure helpers.
 package final class Router: @unchecked Sendable {
     // @unchecked: `service` is set once, before the server starts, and only read afterwards.
-    weak var service: Service?
+    package weak var service: Service?
 
-    func answer(_ request: HTTPRequest) -> HTTPAnswer {
+    package func answer(_ request: HTTPRequest) -> HTTPAnswer {
         guard let service else { return .response(.error(status: 503, code: "stopping", message: "the daemon is stopping")) }
         if request.path.hasPrefix("/v1/"), let limiter = service.rateLimiter, let wait = limiter.admit(Self.host(of: request.clientAddress)) {
             var response = HTTPResponse.error(status: 429, code: "rate_limited", message: "too many requests from this address; retry after the Retry-After seconds")
@@ -102,7 +104,7 @@ package final class Router: @unchecked Sendable {
     }
 
     /// 401 unless the request carries the admin token (compared in constant time).
-    static func checkAdmin(_ request: HTTPRequest, service: Service) -> HTTPResponse? {
+    package static func checkAdmin(_ request: HTTPRequest, service: Service) -> HTTPResponse? {
         let expected = service.adminToken.withLock { $0 }
         guard let header = request.header("authorization"), header.lowercased().hasPrefix("bearer ") else {
             var response = HTTPResponse.error(status: 401, code: "unauthorized", message: "this route needs Authorization: Bearer <admin token>")
@@ -156,7 +158,7 @@ package final class Router: @unchecked Sendable {
     package static func eventURL(_ id: String) -> String { "/v1/events/" + percentEncoded(id, keepingSlash: true) }
 
     /// Every byte but the unreserved ones (and `/` when `keepingSlash`) as %XX.
-    static func percentEncoded(_ text: String, keepingSlash: Bool) -> String {
+    package static func percentEncoded(_ text: String, keepingSlash: Bool) -> String {
         var bytes: [UInt8] = []
         for byte in text.utf8 {
             switch byte {
@@ -197,7 +199,7 @@ package final class Router: @unchecked Sendable {
         return .json(writer.bytes)
     }
 
-    static func write(_ entry: EventQueue.Entry, to writer: inout JSONWriter) {
+    package static func write(_ entry: EventQueue.Entry, to writer: inout JSONWriter) {
         writer.beginObject()
         writer.key("id"); writer.string(entry.id)
         writer.key("key"); writer.string(entry.event.key)

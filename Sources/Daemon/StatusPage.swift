@@ -1,3 +1,5 @@
+import DaemonConfiguration
+import Runtime
 import Crypto
 import Fanout
 import TokenStore
@@ -10,8 +12,8 @@ import TokenStore
 /// Every text that comes from configuration, the store or a request (app names, event keys,
 /// halt messages, errors) goes through `escape`. Tokens, keys and the admin token are never read
 /// here: the page is unauthenticated like `/metrics`.
-enum StatusPage {
-    static func render(_ service: Service) -> String {
+package enum StatusPage {
+    package static func render(_ service: Service) -> String {
         var html = """
             <!DOCTYPE html>
             <html lang="en"><head><meta charset="utf-8">
@@ -116,7 +118,7 @@ enum StatusPage {
     /// at a glance whether delivery was steady, stalled (a flat stretch) or had a long tail. The y
     /// axis goes to the targets (or the highest count) so a curve that never reaches the top shows
     /// an event that did not deliver everything.
-    static func sparkline(_ curve: [(seconds: Double, count: Int)], targets: Int, label: String) -> String {
+    package static func sparkline(_ curve: [(seconds: Double, count: Int)], targets: Int, label: String) -> String {
         let width = 160.0, height = 32.0
         let title = "<title>\(escape(label)): delivered over time</title>"
         var svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(width))\" height=\"\(Int(height))\" "
@@ -138,7 +140,7 @@ enum StatusPage {
     }
 
     /// Text safe in HTML element content and in double- or single-quoted attributes.
-    static func escape(_ text: String) -> String {
+    package static func escape(_ text: String) -> String {
         var out = ""
         out.reserveCapacity(text.utf8.count)
         for character in text.unicodeScalars {
@@ -155,7 +157,7 @@ enum StatusPage {
     }
 
     /// `value` with `digits` decimals, without Foundation's formatters.
-    static func fixed(_ value: Double, digits: Int) -> String {
+    package static func fixed(_ value: Double, digits: Int) -> String {
         guard value.isFinite else { return "0" }
         var scale = 1.0
         for _ in 0..<digits { scale *= 10 }

@@ -5,8 +5,8 @@ import JSONCore
 /// Reads the `apps` list: from the file, or as JSON text from `--apps` / `SOKUHO_APPS` (so a
 /// container can be configured by variables alone). Fields are named `apps[1].keyFile`, or
 /// `--apps[1].keyFile` when the list came from the flag.
-enum AppReading {
-    static func apps(_ input: SettingInput, field: String) throws(ConfigurationError) -> [ServeConfiguration.App] {
+package enum AppReading {
+    package static func apps(_ input: SettingInput, field: String) throws(ConfigurationError) -> [ServeConfiguration.App] {
         let value = try SettingValue.json(input, field: field, expected: "a JSON array of apps")
         guard let items = value.arrayValue, !items.isEmpty else {
             throw ConfigurationError(field: field, "must be a non-empty array of apps, each {\"bundleID\", \"teamID\", \"keyID\", \"keyFile\", \"environment\"}")

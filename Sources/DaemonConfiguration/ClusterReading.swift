@@ -39,8 +39,8 @@ extension ServeConfiguration {
 }
 
 /// Reads the `cluster` section: from the file, or as JSON text from `--cluster` / `SOKUHO_CLUSTER`.
-enum ClusterReading {
-    static func cluster(_ input: SettingInput, field: String) throws(ConfigurationError) -> ServeConfiguration.Cluster? {
+package enum ClusterReading {
+    package static func cluster(_ input: SettingInput, field: String) throws(ConfigurationError) -> ServeConfiguration.Cluster? {
         let value = try SettingValue.json(input, field: field, expected: "a JSON object")
         if case .null = value { return nil }
         var draft = Draft()
@@ -87,7 +87,7 @@ enum ClusterReading {
     ]
 
     /// 1–64 of A–Z a–z 0–9 . _ - : it is a consumer name and part of Redis keys and log lines.
-    static func nodeName(_ text: String, field: String) throws(ConfigurationError) -> String {
+    package static func nodeName(_ text: String, field: String) throws(ConfigurationError) -> String {
         let allowed = text.utf8.allSatisfy { byte in
             (0x30...0x39).contains(byte) || (0x41...0x5a).contains(byte) || (0x61...0x7a).contains(byte) || byte == 0x2e || byte == 0x5f || byte == 0x2d
         }

@@ -6,17 +6,17 @@ import Crypto
 /// The checks that need the whole configuration or the file system: at least one app, no app
 /// twice, every key file a private ES256 `.p8`, the admin token file private and not empty. Run
 /// after all layers, so a flag that fixes a file's value is seen before the file's value is judged.
-struct ConfigurationCheck {
-    let config: ServeConfiguration
+package struct ConfigurationCheck {
+    package let config: ServeConfiguration
     /// The field each setting's final value came from (its JSON key, variable or flag).
-    let origins: [String: String]
+    package let origins: [String: String]
 
-    init(_ config: ServeConfiguration, origins: [String: String]) {
+    package init(_ config: ServeConfiguration, origins: [String: String]) {
         self.config = config
         self.origins = origins
     }
 
-    func run() throws(ConfigurationError) {
+    package func run() throws(ConfigurationError) {
         let apps = origins["apps"] ?? "apps"
         guard !config.apps.isEmpty else {
             throw ConfigurationError(field: apps, "is required: at least one app (bundleID, teamID, keyID, keyFile, environment), in the --config file or --apps")

@@ -98,5 +98,5 @@ extension ServeConfiguration {
     }
 
     /// Whole seconds: every duration setting is read in whole seconds.
-    static func seconds(_ duration: Duration) -> Int64 { duration.components.seconds }
+    package static func seconds(_ duration: Duration) -> Int64 { duration.components.seconds }
 }

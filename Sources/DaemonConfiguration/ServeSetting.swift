@@ -15,9 +15,9 @@ public struct ServeSetting: Sendable {
     public let help: String
     /// A flag that may be given several times; its variable then takes a comma-separated list.
     public let repeatable: Bool
-    let apply: @Sendable (SettingInput, String, inout ServeConfiguration) throws(ConfigurationError) -> Void
+    package let apply: @Sendable (SettingInput, String, inout ServeConfiguration) throws(ConfigurationError) -> Void
 
-    init(_ key: String, flag: String, variable: String, placeholder: String?, help: String, repeatable: Bool = false,
+    package init(_ key: String, flag: String, variable: String, placeholder: String?, help: String, repeatable: Bool = false,
          apply: @escaping @Sendable (SettingInput, String, inout ServeConfiguration) throws(ConfigurationError) -> Void) {
         self.key = key
         self.flag = flag

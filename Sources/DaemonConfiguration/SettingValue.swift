@@ -3,9 +3,9 @@ import JSONCore
 
 /// The readers of setting values. Each takes a `SettingInput` and the field it came from, and
 /// throws a message that names the field and says what a valid value looks like.
-enum SettingValue {
+package enum SettingValue {
     /// A string: a JSON string, or the (last) text given.
-    static func string(_ input: SettingInput, field: String, expected: String) throws(ConfigurationError) -> String {
+    package static func string(_ input: SettingInput, field: String, expected: String) throws(ConfigurationError) -> String {
         switch input {
         case let .json(.string(text)): return text
         case .json: throw ConfigurationError(field: field, "must be \(expected), as a JSON string")
@@ -15,7 +15,7 @@ enum SettingValue {
 
     /// A JSON value: the file's, or the (last) text given parsed as JSON — a list or object from a
     /// flag or variable (`--apps`, `SOKUHO_CLUSTER`), so a container can be configured by variables alone.
-    static func json(_ input: SettingInput, field: String, expected: String) throws(ConfigurationError) -> JSONValue {
+    package static func json(_ input: SettingInput, field: String, expected: String) throws(ConfigurationError) -> JSONValue {
         switch input {
         case let .json(json): return json
         case let .text(values):
@@ -26,13 +26,13 @@ enum SettingValue {
     }
 
     /// A file or directory path: not empty, no NUL byte (the kernel would cut it there).
-    static func path(_ input: SettingInput, field: String) throws(ConfigurationError) -> String {
+    package static func path(_ input: SettingInput, field: String) throws(ConfigurationError) -> String {
         let text = try string(input, field: field, expected: "a path")
         guard !text.isEmpty, !text.utf8.contains(0) else { throw ConfigurationError(field: field, "must be a non-empty path") }
         return text
     }
 
-    static func absolutePath(_ input: SettingInput, field: String) throws(ConfigurationError) -> String {
+    package static func absolutePath(_ input: SettingInput, field: String) throws(ConfigurationError) -> String {
         let text = try path(input, field: field)
         guard text.hasPrefix("/") else {
             throw ConfigurationError(field: field, "must be an absolute path (e.g. /var/lib/sokuho), not '\(text)': the daemon's working directory is not yours")
@@ -41,7 +41,7 @@ enum SettingValue {
     }
 
     /// A whole number within `range`: a JSON number, or its digits as text.
-    static func integer(_ input: SettingInput, field: String, in range: ClosedRange<Int>, unit: String = "") throws(ConfigurationError) -> Int {
+    package static func integer(_ input: SettingInput, field: String, in range: ClosedRange<Int>, unit: String = "") throws(ConfigurationError) -> Int {
         let expected = "a whole number\(unit) from \(range.lowerBound) to \(range.upperBound)"
         let text: String
         switch input {
@@ -54,12 +54,12 @@ enum SettingValue {
     }
 
     /// Whole seconds within `range`, as a `Duration`.
-    static func seconds(_ input: SettingInput, field: String, in range: ClosedRange<Int>) throws(ConfigurationError) -> Duration {
+    package static func seconds(_ input: SettingInput, field: String, in range: ClosedRange<Int>) throws(ConfigurationError) -> Duration {
         .seconds(try integer(input, field: field, in: range, unit: " of seconds"))
     }
 
     /// JSON true/false; as text also on/off, yes/no, 1/0. A flag without a value gives "" — true.
-    static func bool(_ input: SettingInput, field: String) throws(ConfigurationError) -> Bool {
+    package static func bool(_ input: SettingInput, field: String) throws(ConfigurationError) -> Bool {
         switch input {
         case let .json(.bool(flag)): return flag
         case .json: throw ConfigurationError(field: field, "must be true or false")
@@ -73,7 +73,7 @@ enum SettingValue {
     }
 
     /// A whole number within `range`, or nil for JSON null, "none", "off" or 0 — "no limit".
-    static func limit(_ input: SettingInput, field: String, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int? {
+    package static func limit(_ input: SettingInput, field: String, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int? {
         switch input {
         case .json(.null): return nil
         case let .text(values) where ["none", "off", "0"].contains(values.last?.lowercased() ?? ""): return nil
@@ -87,7 +87,7 @@ enum SettingValue {
 
     /// "HOST:PORT" addresses: a JSON array of strings, or the texts given (each flag, or the
     /// variable's comma-separated parts). At least one, none twice (the second bind would fail).
-    static func endpoints(_ input: SettingInput, field: String) throws(ConfigurationError) -> [Endpoint] {
+    package static func endpoints(_ input: SettingInput, field: String) throws(ConfigurationError) -> [Endpoint] {
         var texts: [(text: String, field: String)] = []
         switch input {
         case let .json(.array(items)):
@@ -117,7 +117,7 @@ enum SettingValue {
         return endpoints
     }
 
-    static func endpoint(_ text: String, field: String, ports: ClosedRange<Int> = 1...65535) throws(ConfigurationError) -> Endpoint {
+    package static func endpoint(_ text: String, field: String, ports: ClosedRange<Int> = 1...65535) throws(ConfigurationError) -> Endpoint {
         do throws(ValidationError) { return try Endpoint(parsing: text, field: field, ports: ports) } catch {
             throw ConfigurationError(field: field, error.message)
         }
@@ -125,7 +125,7 @@ enum SettingValue {
 
     /// A rate limit: JSON `{"perSecond": N, "burst": M}` or null; as text "N", "N/M" or "off".
     /// Without a burst, twice the rate: a client may catch up after a pause, not flood.
-    static func rateLimit(_ input: SettingInput, field: String) throws(ConfigurationError) -> ServeConfiguration.RateLimit? {
+    package static func rateLimit(_ input: SettingInput, field: String) throws(ConfigurationError) -> ServeConfiguration.RateLimit? {
         let range = 1...1_000_000
         switch input {
         case .json(.null): return nil

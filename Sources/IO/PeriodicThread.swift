@@ -1,17 +1,16 @@
-import IO
 import Synchronization
 
 /// A thread that runs `body` at once and then every `interval` until stopped: the daemon's
 /// credential checks and a standby's look at the shipped backup. `stop` wakes it from its wait and
 /// joins it; a `body` under way finishes first (its own timeouts bound it).
-final class PeriodicThread: @unchecked Sendable {
+package final class PeriodicThread: @unchecked Sendable {
     // @unchecked: `stopping` is guarded by `lock`; `thread` is written once before anyone joins.
     private let lock = ConditionLock()
     private var stopping = false
     private var thread: OSThread?
 
     /// `body` gets a function telling whether `stop` was called (to end a long round early).
-    init(name: String, interval: Duration, _ body: @escaping @Sendable (_ stopping: () -> Bool) -> Void) {
+    package init(name: String, interval: Duration, _ body: @escaping @Sendable (_ stopping: () -> Bool) -> Void) {
         thread = OSThread.start(name: name) { [unowned self] in
             repeat { body { self.lock.withLock { self.stopping } } } while waitOrStop(interval)
         }
@@ -26,7 +25,7 @@ final class PeriodicThread: @unchecked Sendable {
         }
     }
 
-    func stop() {
+    package func stop() {
         lock.withLock { stopping = true; lock.broadcast() }
         thread?.join()
         thread = nil
@@ -35,7 +34,7 @@ final class PeriodicThread: @unchecked Sendable {
 
 extension Mutex where Value == PeriodicThread? {
     /// Stops the thread held here, if any, and forgets it (outside the lock: `stop` joins).
-    func stopThread() {
+    package func stopThread() {
         withLock { thread -> PeriodicThread? in defer { thread = nil }; return thread }?.stop()
     }
 }

@@ -1,3 +1,5 @@
+import Cluster
+import DaemonConfiguration
 import APNs
 import Crypto
 import Fanout
@@ -8,15 +10,15 @@ import Synchronization
 /// One configured app and environment at run time: its warm connection pool (open between
 /// events, PINGed every keep-alive so NATs keep it), its provider tokens, and the fan-out options
 /// every event of this app runs with.
-final class AppRuntime: Sendable {
-    let app: ServeConfiguration.App
-    let pool: ConnectionPool
-    let tokens: ProviderTokenSource
+package final class AppRuntime: Sendable {
+    package let app: ServeConfiguration.App
+    package let pool: ConnectionPool
+    package let tokens: ProviderTokenSource
     /// Channel management on the channel host, on one kept connection (the API's `/v1/channels`,
     /// the credential check, every `"channel":"auto"` event of this app).
-    let channels: ChannelClient
+    package let channels: ChannelClient
     /// The last credential check's result; nil before the first.
-    let credentialCheck = Mutex<CredentialCheck?>(nil)
+    package let credentialCheck = Mutex<CredentialCheck?>(nil)
     /// The public half of the key the pool signs with: a reload that names another file holding
     /// the same key keeps the connections.
     private let publicKey: [UInt8]
@@ -24,7 +26,7 @@ final class AppRuntime: Sendable {
     /// The options every event of this app runs with; a reload may change the start budget.
     private let options: Mutex<FanoutOptions>
 
-    init(app: ServeConfiguration.App, configuration: ServeConfiguration) throws(ServiceError) {
+    package init(app: ServeConfiguration.App, configuration: ServeConfiguration) throws(ServiceError) {
         self.app = app
         let tls: TLSConfiguration
         do { tls = try TLSConfiguration.client(caFile: app.caFile) } catch {
@@ -64,16 +66,16 @@ final class AppRuntime: Sendable {
         self.options = Mutex(options)
     }
 
-    var fanout: FanoutOptions { options.withLock { $0 } }
+    package var fanout: FanoutOptions { options.withLock { $0 } }
 
     /// "com.example.eew/production": how metrics, the status page and messages name it.
-    var name: String { "\(app.bundleID.text)/\(app.environment.rawValue)" }
+    package var name: String { "\(app.bundleID.text)/\(app.environment.rawValue)" }
 
     /// Whether a reloaded configuration can keep this runtime and its warm connections: the same
     /// endpoints, CA, pool sizes, keep-alive, ids and key (by its public half, so a key file moved
     /// or rewritten with the same key keeps them). A CA file rewritten in place is not noticed:
     /// that one takes a restart.
-    func canKeep(_ other: ServeConfiguration.App, configuration: ServeConfiguration) -> Bool {
+    package func canKeep(_ other: ServeConfiguration.App, configuration: ServeConfiguration) -> Bool {
         var mine = app, theirs = other
         mine.keyFile = ""; theirs.keyFile = ""
         guard mine == theirs, keepalive == configuration.keepalive else { return false }
@@ -82,22 +84,15 @@ final class AppRuntime: Sendable {
     }
 
     /// Settings a kept runtime takes from a reload: the start budget of later events.
-    func apply(_ configuration: ServeConfiguration) {
+    package func apply(_ configuration: ServeConfiguration) {
         options.withLock {
             $0.startLimit = configuration.startLimit
             $0.startWindow = configuration.startWindow
         }
     }
 
-    func shutdown() {
+    package func shutdown() {
         channels.shutdown()
         pool.shutdown()
     }
-}
-
-/// The daemon could not start (or reload) with this configuration; the message names what.
-public struct ServiceError: Error, Sendable, CustomStringConvertible {
-    public let message: String
-    public init(_ message: String) { self.message = message }
-    public var description: String { message }
 }

@@ -1,3 +1,5 @@
+import Cluster
+import DaemonConfiguration
 import CSystem
 
 /// Whether the kernel considers the system clock synchronised (adjtimex): provider tokens and

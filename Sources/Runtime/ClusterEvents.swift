@@ -1,3 +1,5 @@
+import Cluster
+import DaemonConfiguration
 import Redis
 import Fanout
 import IO
@@ -14,9 +16,9 @@ import Vocabulary
 /// (counted in `sokuho_cluster_events_alone_total`; `/readyz` says the cluster is degraded). Its
 /// dedup is then this node's only: resubmitted once Redis is back, the same key and serial is
 /// recognised by this node's record (it answers from it), not by the other nodes'.
-enum ClusterEvents {
+package enum ClusterEvents {
     /// A shard's report that says why it could not be sent (it counts as stopped).
-    static func errorReport(_ message: String) -> [UInt8] {
+    package static func errorReport(_ message: String) -> [UInt8] {
         var report = FanoutReport()
         report.stopped = message
         return report.json
@@ -24,7 +26,7 @@ enum ClusterEvents {
 
     /// The event's report: its shards' reports added up (`seconds` is the longest shard's: they
     /// run side by side), with the first reason any shard stopped.
-    static func sum(_ reports: [FanoutReport]) -> FanoutReport {
+    package static func sum(_ reports: [FanoutReport]) -> FanoutReport {
         guard var total = reports.first else { return FanoutReport() }
         for report in reports.dropFirst() {
             total = total.adding(report)
@@ -36,7 +38,7 @@ enum ClusterEvents {
     }
 
     /// `GET /v1/events/{key}/{serial}` for a cluster event: state, summed report, and each shard.
-    static func status(id: String, ledger: EventLedgerEntry) -> [UInt8] {
+    package static func status(id: String, ledger: EventLedgerEntry) -> [UInt8] {
         let reports = ledger.shards.compactMap { $0.report.flatMap(FanoutReport.init(json:)) }
         let state: String
         if ledger.isDone {
@@ -68,7 +70,7 @@ enum ClusterEvents {
 
 extension Service {
     /// Offers a checked event to the cluster. Nil: Redis is unreachable — the caller runs it here.
-    func submitToCluster(_ event: FanoutEvent, bodyHash: [UInt8], cluster: ClusterNode) -> Submission? {
+    package func submitToCluster(_ event: FanoutEvent, bodyHash: [UInt8], cluster: ClusterNode) -> Submission? {
         let shards = cluster.settings.shards
         if event.key.utf8.count + ShardRecordKey.overhead > StoreLimits.maximumNameBytes {
             return .refused(status: 400, code: "invalid_event",
@@ -126,7 +128,7 @@ extension Service {
 
     /// The cluster's view of an event, or nil when there is no cluster, Redis is unreachable, or
     /// the cluster does not know the event.
-    func clusterStatus(key: String, serial: UInt32) -> [UInt8]? {
+    package func clusterStatus(key: String, serial: UInt32) -> [UInt8]? {
         guard let cluster else { return nil }
         let ledger = try? cluster.api { connection throws(RedisError) in try connection.eventLedger(key: key, serial: serial) }
         return ledger.flatMap { $0 }.map { ClusterEvents.status(id: EventQueue.id(key: key, serial: serial), ledger: $0) }

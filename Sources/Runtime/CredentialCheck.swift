@@ -1,3 +1,5 @@
+import Cluster
+import DaemonConfiguration
 import Fanout
 import IO
 import TokenStore
@@ -8,14 +10,14 @@ import Vocabulary
 /// show as a refused channel listing long before the first warning needs them. Listing the app's
 /// channels (`GET …/all-channels` on the channel host) needs a valid provider token and the
 /// broadcast capability, and sends nothing to any phone.
-struct CredentialCheck: Sendable {
-    var ok: Bool
+package struct CredentialCheck: Sendable {
+    package var ok: Bool
     /// Wall-clock seconds since 1970 when the answer came.
-    var checkedAt: Int64
+    package var checkedAt: Int64
     /// Why it failed (APNs' status and reason, or why no answer came); nil when it passed.
-    var message: String?
+    package var message: String?
 
-    static func run(_ runtime: AppRuntime) -> CredentialCheck {
+    package static func run(_ runtime: AppRuntime) -> CredentialCheck {
         let result: CredentialCheck
         do {
             _ = try runtime.channels.list()
@@ -31,8 +33,8 @@ struct CredentialCheck: Sendable {
 }
 
 /// The credential checks of every app: at start, then every `interval`.
-enum CredentialChecker {
-    static func start(interval: Duration, apps: @escaping @Sendable () -> [AppRuntime]) -> PeriodicThread {
+package enum CredentialChecker {
+    package static func start(interval: Duration, apps: @escaping @Sendable () -> [AppRuntime]) -> PeriodicThread {
         PeriodicThread(name: "sokuho-creds", interval: interval) { stopping in
             for runtime in apps() where !stopping() { _ = CredentialCheck.run(runtime) }
         }

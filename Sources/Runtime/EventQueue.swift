@@ -1,3 +1,5 @@
+import Cluster
+import DaemonConfiguration
 import Fanout
 import IO
 import TokenStore
@@ -10,20 +12,20 @@ import TokenStore
 ///
 /// Accepted means recorded: `Service` writes the event's serial record before answering 202, so
 /// a crash or restart re-queues it (`EventQueue.resume`) instead of losing it.
-final class EventQueue: @unchecked Sendable {
+package final class EventQueue: @unchecked Sendable {
     // @unchecked: every mutable field is guarded by `lock`.
-    enum State: String, Sendable { case queued, running, done, stopped, failed }
+    package enum State: String, Sendable { case queued, running, done, stopped, failed }
 
-    struct Entry: Sendable {
-        let id: String
-        let event: FanoutEvent
-        let app: AppRuntime
-        let urgent: Bool
-        var state: State = .queued
-        var report: FanoutReport?
-        var error: String?
+    package struct Entry: Sendable {
+        package let id: String
+        package let event: FanoutEvent
+        package let app: AppRuntime
+        package let urgent: Bool
+        package var state: State = .queued
+        package var report: FanoutReport?
+        package var error: String?
         /// Delivered over time, for the status page's curve.
-        var curve: [(seconds: Double, count: Int)] = []
+        package var curve: [(seconds: Double, count: Int)] = []
     }
 
     private let lock = ConditionLock()
@@ -37,20 +39,20 @@ final class EventQueue: @unchecked Sendable {
     private var workers: [OSThread] = []
     private let stores: StoreHolder
     private let finished: @Sendable (Entry, FanoutResult?) -> Void
-    static let kept = 200
+    package static let kept = 200
 
-    init(stores: StoreHolder, finished: @escaping @Sendable (Entry, FanoutResult?) -> Void) {
+    package init(stores: StoreHolder, finished: @escaping @Sendable (Entry, FanoutResult?) -> Void) {
         self.stores = stores
         self.finished = finished
         workers = [OSThread.start(name: "sokuho-urgent") { [unowned self] in self.work(urgentOnly: true) },
                    OSThread.start(name: "sokuho-events") { [unowned self] in self.work(urgentOnly: false) }]
     }
 
-    static func id(key: String, serial: UInt32) -> String { key + "/" + String(serial) }
+    package static func id(key: String, serial: UInt32) -> String { key + "/" + String(serial) }
 
     /// Queues an event (already recorded in the store). A serial already queued or running is
     /// not queued twice.
-    func submit(_ event: FanoutEvent, app: AppRuntime) -> Entry {
+    package func submit(_ event: FanoutEvent, app: AppRuntime) -> Entry {
         let id = Self.id(key: event.key, serial: event.serial)
         return lock.withLock {
             if let existing = entries[id], existing.state == .queued || existing.state == .running { return existing }
@@ -65,15 +67,15 @@ final class EventQueue: @unchecked Sendable {
         }
     }
 
-    func entry(_ id: String) -> Entry? { lock.withLock { entries[id] } }
+    package func entry(_ id: String) -> Entry? { lock.withLock { entries[id] } }
 
     /// Whether a queued or running event still needs `runtime` (a reload retired it).
-    func uses(_ runtime: AppRuntime) -> Bool {
+    package func uses(_ runtime: AppRuntime) -> Bool {
         lock.withLock { entries.values.contains { $0.app === runtime && ($0.state == .queued || $0.state == .running) } }
     }
 
     /// Queued events of a replaced runtime run on its successor (running ones finish where they are).
-    func move(from old: AppRuntime, to new: AppRuntime) {
+    package func move(from old: AppRuntime, to new: AppRuntime) {
         lock.withLock {
             for (id, entry) in entries where entry.app === old && entry.state == .queued {
                 entries[id] = Entry(id: entry.id, event: entry.event, app: new, urgent: entry.urgent)
@@ -82,11 +84,11 @@ final class EventQueue: @unchecked Sendable {
     }
 
     /// The newest first.
-    func recent(limit: Int = 50) -> [Entry] {
+    package func recent(limit: Int = 50) -> [Entry] {
         lock.withLock { order.suffix(limit).reversed().compactMap { entries[$0] } }
     }
 
-    var counts: (queued: Int, running: Int) {
+    package var counts: (queued: Int, running: Int) {
         lock.withLock {
             (entries.values.filter { $0.state == .queued }.count, entries.values.filter { $0.state == .running }.count)
         }
@@ -95,7 +97,7 @@ final class EventQueue: @unchecked Sendable {
     /// Stops taking queued events, lets the running ones finish (their checkpoints are in the
     /// store either way), and ends the workers. Queued events stay recorded: the next start
     /// resumes them.
-    func stop() {
+    package func stop() {
         lock.withLock {
             stopping = true
             lock.broadcast()

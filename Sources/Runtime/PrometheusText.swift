@@ -36,7 +36,7 @@ public struct PrometheusText {
         sample(name + "_count", labels, count)
     }
 
-    static func format(_ value: Double) -> String {
+    package static func format(_ value: Double) -> String {
         if value.isNaN { return "NaN" }
         if value.isInfinite { return value > 0 ? "+Inf" : "-Inf" }
         if value == value.rounded() && abs(value) < 1e15 { return String(Int64(value)) }
@@ -44,8 +44,8 @@ public struct PrometheusText {
     }
 
     /// A label value escapes backslash, double quote and newline; HELP text backslash and newline.
-    static func escapeLabel(_ value: String) -> String { escape(value, quote: true) }
-    static func escapeHelp(_ value: String) -> String { escape(value, quote: false) }
+    package static func escapeLabel(_ value: String) -> String { escape(value, quote: true) }
+    package static func escapeHelp(_ value: String) -> String { escape(value, quote: false) }
 
     private static func escape(_ value: String, quote: Bool) -> String {
         var out = ""

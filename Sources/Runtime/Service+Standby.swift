@@ -1,4 +1,6 @@
 #if canImport(Glibc)
+import Cluster
+import DaemonConfiguration
 import Glibc
 #endif
 import IO
@@ -6,26 +8,11 @@ import Synchronization
 import TokenStore
 import Vocabulary
 
-/// The store a `Service` reads and writes. One holder, shared with the event queue, so a standby
-/// can swap the store for a newer backup without either keeping the old one.
-final class StoreHolder: Sendable {
-    private let store: Mutex<TokenStore>
-
-    init(_ store: TokenStore) { self.store = Mutex(store) }
-
-    var current: TokenStore { store.withLock { $0 } }
-
-    /// Runs `body` with the store under the lock: nobody gets the store meanwhile.
-    func replace(_ body: (inout TokenStore) throws(StoreError) -> Void) throws(StoreError) {
-        try store.withLock { (store: inout TokenStore) throws(StoreError) -> Void in try body(&store) }
-    }
-}
-
 /// What identifies one shipped backup: a new ship changes its modification time or size.
-struct BackupStamp: Equatable, Sendable {
-    var seconds: Int
-    var nanoseconds: Int
-    var size: Int
+package struct BackupStamp: Equatable, Sendable {
+    package var seconds: Int
+    package var nanoseconds: Int
+    package var size: Int
 }
 
 /// How a promotion went.
@@ -41,14 +28,14 @@ public enum Promotion: Sendable, Equatable {
 /// without a coordinator that both nodes trust, a standby cannot tell a dead primary from a
 /// partitioned one, and two senders mean two starts on every phone.
 extension Service {
-    static let standbyMessage = "this daemon is a standby and sends nothing; send to the primary, or promote this one (sokuho serve --promote --config FILE, or kill -USR1 its pid)"
+    package static let standbyMessage = "this daemon is a standby and sends nothing; send to the primary, or promote this one (sokuho serve --promote --config FILE, or kill -USR1 its pid)"
 
     public var isStandby: Bool { standby.load(ordering: .acquiring) }
 
     /// Where the standby's messages go (one line each).
     public func setLog(_ log: @escaping @Sendable (String) -> Void) { self.log.withLock { $0 = log } }
 
-    func startFollowingBackup() {
+    package func startFollowingBackup() {
         guard isStandby, configuration.standbyBackupFile != nil else { return }
         follower.withLock {
             // The standby's look at the shipped backup: at start, then every 30 s.

@@ -1,10 +1,11 @@
 #if canImport(Glibc)
+import Cluster
+import DaemonConfiguration
 import Glibc
 #endif
 import APNs
 import Crypto
 import Fanout
-import HTTPAPI
 import IO
 import JSONCore
 import Sender
@@ -13,47 +14,47 @@ import TokenStore
 import Vocabulary
 
 /// `sokuho serve` at run time: the token store, one warm pool per configured app, the event queue,
-/// and the HTTP API on its own thread. The API's routes are in `Router`; what it counts is in
-/// `ServiceMetrics`.
+/// the credential checks, standby and the cluster's side. Nothing about HTTP: the daemon's API
+/// (module Daemon) calls in; what it counts is in `ServiceMetrics`.
 public final class Service: Sendable {
     /// The open token store; a standby swaps it for each shipped backup (`Service+Standby.swift`).
-    var store: TokenStore { stores.current }
-    let stores: StoreHolder
+    package var store: TokenStore { stores.current }
+    package let stores: StoreHolder
     /// True while a standby: nothing is sent, events and registrations answer 503 `standby`.
-    let standby: Atomic<Bool>
-    let follower: Mutex<PeriodicThread?> = Mutex(nil)
+    package let standby: Atomic<Bool>
+    package let follower: Mutex<PeriodicThread?> = Mutex(nil)
     /// The last shipped backup looked at (applied or refused), so an unchanged file is not copied again.
-    let followedBackup: Mutex<BackupStamp?> = Mutex(nil)
+    package let followedBackup: Mutex<BackupStamp?> = Mutex(nil)
     /// Wall-clock seconds when a shipped backup was last applied (0: never).
-    let backupAppliedAt = Atomic<Int>(0)
+    package let backupAppliedAt = Atomic<Int>(0)
     /// Where the standby's messages (a backup applied, a promotion) go; `sokuho serve` sets stderr.
-    let log: Mutex<@Sendable (String) -> Void> = Mutex({ _ in })
-    let apps: Mutex<[AppRuntime]>
-    let events: EventQueue
-    let metrics = ServiceMetrics()
-    let adminToken: Mutex<[UInt8]>
+    package let log: Mutex<@Sendable (String) -> Void> = Mutex({ _ in })
+    package let apps: Mutex<[AppRuntime]>
+    package let events: EventQueue
+    package let metrics = ServiceMetrics()
+    package let adminToken: Mutex<[UInt8]>
     /// The configuration in force: the start's, then each SIGHUP's that loaded (`reload`).
-    let settings: Mutex<ServeConfiguration>
-    let limiter: Mutex<RateLimiter?>
+    package let settings: Mutex<ServeConfiguration>
+    package let limiter: Mutex<RateLimiter?>
     /// Runtimes a reload replaced or removed, shut down once no event needs them.
-    let retired = Mutex<[AppRuntime]>([])
-    var configuration: ServeConfiguration { settings.withLock { $0 } }
-    var rateLimiter: RateLimiter? { limiter.withLock { $0 } }
-    private let server: Mutex<HTTPServer?> = Mutex(nil)
-    let credentialChecker: Mutex<PeriodicThread?> = Mutex(nil)
+    package let retired = Mutex<[AppRuntime]>([])
+    package var configuration: ServeConfiguration { settings.withLock { $0 } }
+    package var rateLimiter: RateLimiter? { limiter.withLock { $0 } }
+    /// What the API counts that the metrics show (set by the daemon that serves it).
+    package let apiRefusals = Mutex<@Sendable () -> Int>({ 0 })
+    package let credentialChecker: Mutex<PeriodicThread?> = Mutex(nil)
     /// Installation ids whose first registration is being written (see `Router.register`).
-    let registering = Mutex<Set<String>>([])
-    /// The bound API ports, in the order of `configuration.listen` (port 0 becomes the picked one).
-    public let ports: [Int]
+    package let registering = Mutex<Set<String>>([])
     /// This node of a cluster, or nil without a `cluster` section (`ClusterNode`).
-    let cluster: ClusterNode?
+    package let cluster: ClusterNode?
     /// The threads sending this node's share of the cluster's events (not while a standby).
-    let shardWorkers = Mutex<ShardWorkers?>(nil)
+    package let shardWorkers = Mutex<ShardWorkers?>(nil)
     /// Registration replication between the cluster's nodes (`ClusterReplication.swift`), nil without a cluster.
-    let replication: RegistrationReplication?
+    package let replication: RegistrationReplication?
 
-    /// Opens the store, starts the warm pools, re-queues what a previous run accepted but did not
-    /// finish, and binds the API (nothing is served until `start`).
+    /// Opens the store, starts the warm pools and re-queues what a previous run accepted but did
+    /// not finish (nothing runs until `start`). The daemon binds its API before, so one that cannot
+    /// serve it opens no connection to APNs.
     public init(configuration: ServeConfiguration) throws(ServiceError) {
         settings = Mutex(configuration)
         let store: TokenStore
@@ -70,26 +71,11 @@ public final class Service: Sendable {
             throw ServiceError("storePath \(configuration.storePath): \(error.description)")
         }
         limiter = Mutex(configuration.rateLimit.map { RateLimiter(perSecond: Double($0.perSecond), burst: $0.burst) })
-        let router = Router()
-        var limits = HTTPLimits()
-        limits.maximumBodyBytes = configuration.maxBodyBytes
-        let server: HTTPServer
-        do {
-            server = try HTTPServer(listen: configuration.listen.map { ($0.host, $0.port) }, limits: limits) { [router] request in
-                router.answer(request)
-            }
-        } catch {
-            store.close()
-            throw ServiceError("listen: \(error)")
-        }
-        // The listeners are bound before any pool connects: a daemon that cannot serve its API
-        // opens no connection to APNs.
         var runtimes: [AppRuntime] = []
         do {
             for app in configuration.apps { runtimes.append(try AppRuntime(app: app, configuration: configuration)) }
         } catch {
             for runtime in runtimes { runtime.shutdown() }
-            server.stop()
             store.close()
             throw error
         }
@@ -98,7 +84,6 @@ public final class Service: Sendable {
         let pending: [EventSerialRecord]
         do { pending = try store.eventSerials(in: .sending) } catch {
             for runtime in runtimes { runtime.shutdown() }
-            server.stop()
             store.close()
             throw ServiceError("storePath: \(error.description)")
         }
@@ -108,9 +93,6 @@ public final class Service: Sendable {
             metrics.eventFinished(entry, result)
             retiring.service?.shutDownIdleRetired()
         }
-        ports = server.ports
-        self.server.withLock { $0 = server }
-        router.service = self
         retiring.service = self
         // A standby runs nothing: what its store holds in `.sending` is the primary's business
         // until a promotion (`promote`) resumes it.
@@ -120,7 +102,6 @@ public final class Service: Sendable {
     /// Starts answering the API and checking the apps' credentials (at once, then every
     /// `credentialCheckInterval`).
     public func start() {
-        server.withLock { $0?.start() }
         startCredentialChecks(every: configuration.credentialCheckInterval)
         startFollowingBackup()
         replication?.start { [weak self] line in self?.logLine(line) }
@@ -128,13 +109,13 @@ public final class Service: Sendable {
     }
 
     /// Starts taking the cluster's shards (nothing without a `cluster` section).
-    func startShardWorkers() {
+    package func startShardWorkers() {
         guard let cluster else { return }
         shardWorkers.withLock { workers in if workers == nil { workers = ShardWorkers(service: self, cluster: cluster) } }
     }
 
     /// (Re)starts the credential checks: every app at once, then every `interval`.
-    func startCredentialChecks(every interval: Duration) {
+    package func startCredentialChecks(every interval: Duration) {
         credentialChecker.stopThread()
         let fresh = CredentialChecker.start(interval: interval) { [weak self] in self?.apps.withLock { $0 } ?? [] }
         credentialChecker.withLock { $0 = fresh }
@@ -143,8 +124,6 @@ public final class Service: Sendable {
     /// SIGTERM: stops the API, lets running events finish (their checkpoints are stored either
     /// way; queued ones are resumed by the next start), closes the pools and the store.
     public func stop() {
-        let server = self.server.withLock { server -> HTTPServer? in defer { server = nil }; return server }
-        server?.stop()
         credentialChecker.stopThread()
         follower.stopThread()
         shardWorkers.withLock { workers -> ShardWorkers? in defer { workers = nil }; return workers }?.stop()
@@ -155,40 +134,30 @@ public final class Service: Sendable {
     }
 
     /// API connections answered 503 for want of a descriptor (`AcceptGuard`).
-    var apiRefusedForDescriptors: Int { server.withLock { $0?.refusedForDescriptors } ?? 0 }
+    package var apiRefusedForDescriptors: Int { apiRefusals.withLock { $0 }() }
 
     /// The admin bearer token: the file's content without surrounding white space.
-    static func readAdminToken(_ path: String) throws(ServiceError) -> [UInt8] {
+    package static func readAdminToken(_ path: String) throws(ServiceError) -> [UInt8] {
         let token: [UInt8]
-        do { token = try readSecretFile(path) } catch { throw ServiceError("adminTokenFile \(path): \(error.message)") }
+        do { token = try SecretFile.read(path) } catch { throw ServiceError("adminTokenFile \(path): \(error.message)") }
         guard token.count >= 16 else {
             throw ServiceError("adminTokenFile \(path): the token is \(token.count) characters; use at least 16 random ones (e.g. openssl rand -hex 32)")
         }
         return token
     }
 
-    /// A small secret file's content (at most 4 KiB) without surrounding white space: the admin
-    /// token, the cluster's Redis password.
-    static func readSecretFile(_ path: String) throws(ServiceError) -> [UInt8] {
-        guard let file = fopen(path, "r") else { throw ServiceError(String(cString: strerror(errno))) }
-        defer { fclose(file) }
-        var bytes = [UInt8](repeating: 0, count: 4096)
-        let count = fread(&bytes, 1, bytes.count, file)
-        return Array(bytes[..<count].drop { $0 <= 0x20 }.reversed().drop { $0 <= 0x20 }.reversed())
-    }
-
     /// One line to the daemon's log (stderr under `sokuho serve`).
-    func logLine(_ text: String) { log.withLock { $0 }(text) }
+    package func logLine(_ text: String) { log.withLock { $0 }(text) }
 
     /// The runtime of an event's app, if this daemon serves it.
-    func app(_ bundle: BundleID, _ environment: Environment) -> AppRuntime? {
+    package func app(_ bundle: BundleID, _ environment: Environment) -> AppRuntime? {
         apps.withLock { $0.first { $0.app.bundleID == bundle && $0.app.environment == environment } }
     }
 
     /// Events accepted by an earlier run but not finished (a crash, a restart): queued again, so
     /// a 202 is never lost. Their deadline still runs from when they were accepted. A cluster
     /// shard's records are not: its shard is still pending in the cluster, and resumes from there.
-    func resume(_ pending: [EventSerialRecord]) {
+    package func resume(_ pending: [EventSerialRecord]) {
         for record in pending where ShardRecordKey.eventKey(of: record.eventKey) == nil {
             guard let event = try? FanoutEvent(json: record.body), let runtime = app(event.app, event.environment) else { continue }
             _ = events.submit(event, app: runtime)
@@ -198,7 +167,7 @@ public final class Service: Sendable {
     // MARK: Events
 
     /// What submitting an event came to.
-    enum Submission {
+    package enum Submission {
         case accepted(EventQueue.Entry)
         /// Queued as shards for the cluster's nodes (`ClusterEvents`).
         case acceptedByCluster(id: String)
@@ -207,7 +176,7 @@ public final class Service: Sendable {
     }
 
     /// Validates, checks key and serial against what was sent, records and queues an event.
-    func submit(_ body: [UInt8]) -> Submission {
+    package func submit(_ body: [UInt8]) -> Submission {
         if isStandby { return .refused(status: 503, code: "standby", message: Self.standbyMessage) }
         let event: FanoutEvent
         do { event = try FanoutEvent(json: body) } catch {
@@ -254,5 +223,5 @@ public final class Service: Sendable {
 /// The event queue's way back to its service (the queue is made before `self` is complete).
 private final class RetiredRuntimes: @unchecked Sendable {
     // @unchecked: set once in `Service.init`, before the first event can finish; read afterwards.
-    weak var service: Service?
+    package weak var service: Service?
 }

@@ -1,3 +1,5 @@
+import Cluster
+import DaemonConfiguration
 import Fanout
 import IO
 import Sender
@@ -7,7 +9,7 @@ import TokenStore
 /// What `/metrics` counts. Per-push numbers come from the events' reports when each event ends
 /// (nothing is counted per push on the hot path); gauges (connections, queue, tokens, clock) are
 /// read when scraped. Token counts scan the store's keys, so they are cached for a minute.
-final class ServiceMetrics: Sendable {
+package final class ServiceMetrics: Sendable {
     private struct Totals {
         /// (app, event kind, outcome) → pushes.
         var pushes: [Key: Int] = [:]
@@ -20,18 +22,18 @@ final class ServiceMetrics: Sendable {
         var eventsByState: [String: Int] = [:]
     }
 
-    struct Key: Hashable {
-        var app: String
-        var kind: String
-        var label: String
+    package struct Key: Hashable {
+        package var app: String
+        package var kind: String
+        package var label: String
     }
 
     private let totals = Mutex(Totals())
     private let tokenCache = Mutex<(at: MonotonicInstant, statistics: StoreStatistics)?>(nil)
-    static let eventBuckets: [Double] = [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300]
-    static let latencyBucketsMs: [Double] = [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000]
+    package static let eventBuckets: [Double] = [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300]
+    package static let latencyBucketsMs: [Double] = [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000]
 
-    func eventFinished(_ entry: EventQueue.Entry, _ result: FanoutResult?) {
+    package func eventFinished(_ entry: EventQueue.Entry, _ result: FanoutResult?) {
         totals.withLock { totals in
             totals.eventsByState[entry.state.rawValue, default: 0] += 1
             guard let result else { return }
@@ -49,7 +51,7 @@ final class ServiceMetrics: Sendable {
         }
     }
 
-    func render(_ service: Service) -> String {
+    package func render(_ service: Service) -> String {
         var text = PrometheusText()
         let snapshot = totals.withLock { $0 }
         text.family("sokuho_pushes_total", .counter, help: "Pushes that reached their final outcome, by app, event kind and outcome (failed:<reason>).")
@@ -126,7 +128,7 @@ final class ServiceMetrics: Sendable {
     }
 
     /// This node's part in the cluster (only with a `cluster` section).
-    static func render(_ cluster: ClusterNode, into text: inout PrometheusText) {
+    package static func render(_ cluster: ClusterNode, into text: inout PrometheusText) {
         let node = [("node", cluster.node)]
         text.family("sokuho_cluster_connected", .gauge, help: "1 when this node's last Redis command got an answer; 0: degraded (events run on this node alone).")
         text.sample("sokuho_cluster_connected", node, cluster.health.connected ? 1 : 0)
@@ -143,11 +145,11 @@ final class ServiceMetrics: Sendable {
     }
 
     /// Drops the cached statistics (the standby swapped its store).
-    func forgetTokenStatistics() { tokenCache.withLock { $0 = nil } }
+    package func forgetTokenStatistics() { tokenCache.withLock { $0 = nil } }
 
     /// Store statistics at most a minute old; `/metrics` and the status page share them, so
     /// neither scrapes nor page reloads rescan the store's keys.
-    func cachedTokenStatistics(_ service: Service) -> StoreStatistics? {
+    package func cachedTokenStatistics(_ service: Service) -> StoreStatistics? {
         let now = MonotonicInstant.now()
         if let cached = tokenCache.withLock({ $0 }), now - cached.at < .seconds(60) { return cached.statistics }
         guard let statistics = try? service.store.statistics() else { return nil }

@@ -1,4 +1,5 @@
-import HTTPAPI
+import Cluster
+import DaemonConfiguration
 import IO
 
 /// SIGHUP: the daemon takes a changed configuration without a restart, and without dropping the
@@ -91,7 +92,7 @@ extension Service {
     }
 
     /// Shuts down the retired runtimes no queued or running event needs any more.
-    func shutDownIdleRetired() {
+    package func shutDownIdleRetired() {
         let idle = retired.withLock { retired -> [AppRuntime] in
             let idle = retired.filter { !events.uses($0) }
             retired.removeAll { runtime in idle.contains { $0 === runtime } }

@@ -1,4 +1,6 @@
 #if canImport(Glibc)
+import Cluster
+import DaemonConfiguration
 import Glibc
 #endif
 import Redis
@@ -20,7 +22,7 @@ import TokenStore
 /// was lost is left pending: the next holder resumes it from its checkpoint (the store's start
 /// progress, shared through the registration stream), so duplicates stay within one node's
 /// in-flight window.
-final class ShardWorkers: @unchecked Sendable {
+package final class ShardWorkers: @unchecked Sendable {
     // @unchecked: `threads` is written in `init` and read in `stop` only; the rest is Sendable.
     private let cluster: ClusterNode
     private weak var service: Service?
@@ -29,14 +31,14 @@ final class ShardWorkers: @unchecked Sendable {
     private let running = Mutex<Set<StreamID>>([])
     private var threads: [OSThread] = []
 
-    init(service: Service, cluster: ClusterNode, count: Int = 2) {
+    package init(service: Service, cluster: ClusterNode, count: Int = 2) {
         self.cluster = cluster
         self.service = service
         threads = (0..<count).map { _ in OSThread.start(name: "sokuho-shards") { [unowned self] in self.work() } }
     }
 
     /// Lets the shards under way finish (each is bounded by its event's deadline) and ends the threads.
-    func stop() {
+    package func stop() {
         stopping.store(true, ordering: .relaxed)
         for thread in threads { thread.join() }
         threads = []
@@ -214,6 +216,6 @@ final class ShardWorkers: @unchecked Sendable {
 /// The first problem noted from any thread (the checkpoint hook runs on the fan-out's threads).
 private final class FirstProblem: Sendable {
     private let problem = Mutex<String?>(nil)
-    var value: String? { problem.withLock { $0 } }
-    func note(_ text: String) { problem.withLock { if $0 == nil { $0 = text } } }
+    package var value: String? { problem.withLock { $0 } }
+    package func note(_ text: String) { problem.withLock { if $0 == nil { $0 = text } } }
 }

@@ -1,4 +1,6 @@
 #if canImport(Glibc)
+import Cluster
+import DaemonConfiguration
 import Glibc
 #endif
 

@@ -4,6 +4,8 @@ import Glibc
 import APNs
 import Crypto
 import Daemon
+import DaemonConfiguration
+import Runtime
 import IO
 import JSONCore
 import Simulator
@@ -90,11 +92,11 @@ enum BenchServeCommand {
         configuration.startLimit = nil
         configuration.statusPage = false
 
-        let service: Service
-        do { service = try Service(configuration: configuration) } catch { throw CLIError(.software, "the daemon did not start: \(error)") }
-        defer { service.stop() }
-        service.start()
-        let port = service.ports[0]
+        let daemon: Daemon
+        do { daemon = try Daemon(configuration: configuration) } catch { throw CLIError(.software, "the daemon did not start: \(error)") }
+        defer { daemon.stop() }
+        daemon.start()
+        let port = daemon.ports[0]
         let auth = [("Authorization", "Bearer " + admin), ("Content-Type", "application/json")]
         // Ready: every connection up (and the credential check's connection made), like /readyz.
         let ready = MonotonicInstant.now() + .seconds(20)

@@ -3,6 +3,8 @@ import Glibc
 #endif
 import APNs
 import Daemon
+import DaemonConfiguration
+import Runtime
 import JSONCore
 
 /// `sokuho serve --promote --config FILE`: asks the standby running with that configuration to

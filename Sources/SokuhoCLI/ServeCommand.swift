@@ -3,6 +3,8 @@ import Glibc
 #endif
 import APNs
 import Daemon
+import DaemonConfiguration
+import Runtime
 import JSONCore
 
 /// `sokuho serve`: the daemon (issue 12). It loads the file, the `SOKUHO_*` variables and the
@@ -80,18 +82,19 @@ enum ServeCommand {
     static func serve(_ configuration: ServeConfiguration, invocation: Invocation) throws(CLIError) -> ExitCode {
         // Before any thread starts, so no thread but this one ever takes these signals.
         SignalWait.block(including: [SIGHUP, SIGUSR1])
-        let service: Service
-        do { service = try Service(configuration: configuration) } catch {
+        let daemon: Daemon
+        do { daemon = try Daemon(configuration: configuration) } catch {
             throw CLIError(.config, error.description)
         }
+        let service = daemon.runtime
         let environment = invocation.environment
         let console = invocation.console
         service.setLog { line in
             console.error(line)
             if line.contains("promoted to primary") { SystemdNotify.send("STATUS=primary", environment: environment) }
         }
-        service.start()
-        let addresses = zip(configuration.listen, service.ports).map { Endpoint(host: $0.host, port: $1).description }
+        daemon.start()
+        let addresses = zip(configuration.listen, daemon.ports).map { Endpoint(host: $0.host, port: $1).description }
         // One JSON line first (scripts and tests read the ports from it), then the human summary.
         var writer = JSONWriter()
         writer.beginObject(); writer.key("listen"); writer.beginArray()
@@ -123,7 +126,7 @@ enum ServeCommand {
         }
         SystemdNotify.send("STOPPING=1", environment: invocation.environment)
         invocation.console.error("sokuho serve: stopping: finishing running events, closing connections")
-        service.stop()
+        daemon.stop()
         return .success
     }
 }

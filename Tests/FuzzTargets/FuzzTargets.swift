@@ -3,6 +3,8 @@ import Glibc
 #endif
 import APNs
 import Daemon
+import DaemonConfiguration
+import Runtime
 import Fanout
 import HTTP2
 import JSONCore

@@ -1,5 +1,7 @@
 import Crypto
 import Daemon
+import DaemonConfiguration
+import Runtime
 import Glibc
 
 /// A directory with what a valid `sokuho serve` configuration points at: a generated `.p8` key

@@ -1,5 +1,7 @@
 import APNs
 import Daemon
+import DaemonConfiguration
+import Runtime
 import Glibc
 import Testing
 

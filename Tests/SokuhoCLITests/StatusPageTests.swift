@@ -1,4 +1,6 @@
 @testable import Daemon
+import DaemonConfiguration
+import Runtime
 import Testing
 
 /// The status page's pieces that need no daemon: escaping (an event key or a halt message is

@@ -1,3 +1,5 @@
+import Cluster
+import DaemonConfiguration
 import IO
 import Synchronization
 

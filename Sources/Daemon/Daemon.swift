@@ -1,0 +1,50 @@
+import DaemonConfiguration
+import HTTPAPI
+import Runtime
+
+/// `sokuho serve` put together: the HTTP API (`Router` on an evhttp `HTTPServer`) in front of the
+/// runtime (`Service`). The parts start and stop in order: the API's listeners are bound before
+/// the runtime opens any connection to APNs (a daemon that cannot serve its API connects to
+/// nothing), and the API stops answering before the runtime stops (no request reaches a runtime
+/// that is shutting down).
+public final class Daemon: Sendable {
+    /// The store, the apps' warm pools, events, reload, standby: what the API calls into.
+    public let runtime: Service
+    private let server: HTTPServer
+    /// The bound API ports, in the order of `configuration.listen` (port 0 becomes the picked one).
+    public let ports: [Int]
+
+    /// Binds the API, then starts the runtime; nothing is served until `start`.
+    public init(configuration: ServeConfiguration) throws(ServiceError) {
+        let router = Router()
+        var limits = HTTPLimits()
+        limits.maximumBodyBytes = configuration.maxBodyBytes
+        do {
+            server = try HTTPServer(listen: configuration.listen.map { ($0.host, $0.port) }, limits: limits) { [router] request in
+                router.answer(request)
+            }
+        } catch {
+            throw ServiceError("listen: \(error)")
+        }
+        do { runtime = try Service(configuration: configuration) } catch {
+            server.stop()
+            throw error
+        }
+        ports = server.ports
+        router.service = runtime
+        let server = self.server
+        runtime.apiRefusals.withLock { $0 = { server.refusedForDescriptors } }
+    }
+
+    /// Starts answering the API, then the runtime's threads (credential checks, standby, cluster).
+    public func start() {
+        server.start()
+        runtime.start()
+    }
+
+    /// SIGTERM: stops the API, then lets running events finish and closes the runtime.
+    public func stop() {
+        server.stop()
+        runtime.stop()
+    }
+}
