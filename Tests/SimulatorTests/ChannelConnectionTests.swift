@@ -65,6 +65,7 @@ import Testing
         try channelRound(10)
         try autoEvents(5, from: 0)
         let before = Self.usage(of: daemon.child.pid)
+        let connectionsBefore = scenario.running.counters.connections
         try channelRound(500)  // 2,000 operations
         try autoEvents(100, from: 5)  // 200 events
         let after = Self.usage(of: daemon.child.pid)
@@ -72,6 +73,8 @@ import Testing
         #expect(after.fds <= before.fds + 4, "descriptors \(before.fds) → \(after.fds)")
         #expect(after.anonKB <= before.anonKB + 4 * 1024, "anonymous memory \(before.anonKB) → \(after.anonKB) kB")
         let counters = scenario.running.counters
+        // No handshake per call: channel calls reuse the kept connection, broadcasts the warm pool.
+        #expect(counters.connections == connectionsBefore, "connections opened during 2,000 calls and 200 events: \(counters.connections - connectionsBefore)")
         #expect(counters.managementConnectionsPeak == 1, "channel-host connections open at once: \(counters.managementConnectionsPeak)")
         #expect(counters.channelRequests >= 2_000, "\(counters.channelRequests)")
         // The phones subscribed to each auto channel at the start and got each end as a broadcast.
