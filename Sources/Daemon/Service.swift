@@ -52,6 +52,11 @@ public final class Service: Sendable {
     let shardWorkers = Mutex<ShardWorkers?>(nil)
     /// Registration replication between the cluster's nodes (`ClusterReplication.swift`), nil without a cluster.
     let replication: RegistrationReplication?
+    /// The API's work off its thread (`APIWorker`): the event routes on one thread, the rest on two.
+    let eventWorker: APIWorker
+    let apiWorker: APIWorker
+    /// Token counts for `/v1/tokens/stats`, `/metrics` and the status page.
+    let tokenStatistics = TokenStatisticsCache()
 
     /// Opens the store, starts the warm pools, re-queues what a previous run accepted but did not
     /// finish, and binds the API (nothing is served until `start`).
@@ -109,6 +114,9 @@ public final class Service: Sendable {
             metrics.eventFinished(entry, result)
             retiring.service?.shutDownIdleRetired()
         }
+        // After the last throw: their threads run until `stop`.
+        eventWorker = APIWorker(name: "sokuho-api-events", threads: 1, capacity: 64)
+        apiWorker = APIWorker(name: "sokuho-api", threads: 2, capacity: 256)
         ports = server.ports
         self.server.withLock { $0 = server }
         router.service = self
@@ -146,6 +154,9 @@ public final class Service: Sendable {
     public func stop() {
         let server = self.server.withLock { server -> HTTPServer? in defer { server = nil }; return server }
         server?.stop()
+        // Before the events and the store: a queued submission is recorded and queued, or not at all.
+        eventWorker.stop()
+        apiWorker.stop()
         credentialChecker.stopThread()
         follower.stopThread()
         shardWorkers.withLock { workers -> ShardWorkers? in defer { workers = nil }; return workers }?.stop()

@@ -6,7 +6,8 @@ import TokenStore
 
 /// What `/metrics` counts. Per-push numbers come from the events' reports when each event ends
 /// (nothing is counted per push on the hot path); gauges (connections, queue, tokens, clock) are
-/// read when scraped. Token counts scan the store's keys, so they are cached for a minute.
+/// read when scraped. Token counts scan the store's keys: the router hands `render` the ones
+/// `Service.tokenStatistics` holds (at most a minute old), counted on a worker when it had none.
 final class ServiceMetrics: Sendable {
     private struct Totals {
         /// (app, event kind, outcome) → pushes.
@@ -27,7 +28,6 @@ final class ServiceMetrics: Sendable {
     }
 
     private let totals = Mutex(Totals())
-    private let tokenCache = Mutex<(at: MonotonicInstant, statistics: StoreStatistics)?>(nil)
     static let eventBuckets: [Double] = [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300]
     static let latencyBucketsMs: [Double] = [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000]
 
@@ -49,7 +49,7 @@ final class ServiceMetrics: Sendable {
         }
     }
 
-    func render(_ service: Service) -> String {
+    func render(_ service: Service, tokens: StoreStatistics?) -> String {
         var text = PrometheusText()
         let snapshot = totals.withLock { $0 }
         text.family("sokuho_pushes_total", .counter, help: "Pushes that reached their final outcome, by app, event kind and outcome (failed:<reason>).")
@@ -97,7 +97,7 @@ final class ServiceMetrics: Sendable {
         text.family("sokuho_credential_check_timestamp_seconds", .gauge, help: "When the app's last credential check answered (seconds since 1970).")
         for (app, check) in checks { text.sample("sokuho_credential_check_timestamp_seconds", [("app", app)], Int(check.checkedAt)) }
 
-        if let statistics = cachedTokenStatistics(service) {
+        if let statistics = tokens {
             text.family("sokuho_tokens", .gauge, help: "Registered tokens by app, environment and kind.")
             for count in statistics.tokens {
                 text.sample("sokuho_tokens", [("app", count.app), ("environment", count.environment.rawValue), ("kind", count.kind.name)], count.count)
@@ -133,18 +133,5 @@ final class ServiceMetrics: Sendable {
         }
         text.family("sokuho_cluster_events_alone_total", .counter, help: "Events this node accepted while Redis was unreachable and ran alone.")
         text.sample("sokuho_cluster_events_alone_total", node, counters.ranAlone.load(ordering: .relaxed))
-    }
-
-    /// Drops the cached statistics (the standby swapped its store).
-    func forgetTokenStatistics() { tokenCache.withLock { $0 = nil } }
-
-    /// Store statistics at most a minute old; `/metrics` and the status page share them, so
-    /// neither scrapes nor page reloads rescan the store's keys.
-    func cachedTokenStatistics(_ service: Service) -> StoreStatistics? {
-        let now = MonotonicInstant.now()
-        if let cached = tokenCache.withLock({ $0 }), now - cached.at < .seconds(60) { return cached.statistics }
-        guard let statistics = try? service.store.statistics() else { return nil }
-        tokenCache.withLock { $0 = (now, statistics) }
-        return statistics
     }
 }
