@@ -14,6 +14,8 @@ final class TokenStatisticsCache: Sendable {
         var countedAt = MonotonicInstant(nanoseconds: 0)
         /// Bumped by `invalidate`: a count that began before it is of the old store.
         var generation = 0
+        /// Counts kept so far: a caller that waited for someone else's count takes it.
+        var counts = 0
     }
 
     /// How old `GET /v1/tokens/stats` may find them (README, openapi.json).
@@ -35,7 +37,19 @@ final class TokenStatisticsCache: Sendable {
     /// Statistics counted within `age`: the cached ones, or a new count of `store()` (one at a
     /// time). Nil when the store cannot be read. Blocks: for a worker, not the HTTP thread.
     func refreshed(within age: Duration, store: () -> TokenStore) -> StoreStatistics? {
+        refreshed(within: age, after: ticket(), store: store)
+    }
+
+    /// Which counts have been kept: a caller holding this takes any count kept after it.
+    func ticket() -> Int { state.withLock { $0.counts } }
+
+    /// `refreshed(within:store:)` for a caller that asked at `asked` (a `ticket`).
+    func refreshed(within age: Duration, after asked: Int, store: () -> TokenStore) -> StoreStatistics? {
         counting.withLock { _ in
+            // A count that ended while this caller waited is older than the request by at most
+            // one count's duration: taken whatever its age, or a count slower than `age` (tens of
+            // millions of tokens on an SD card) would make every waiter count again in turn.
+            if let waitedFor = state.withLock({ $0.counts != asked ? $0.statistics : nil }) { return waitedFor }
             // Twice at most: a count that raced with `invalidate` is of the replaced store.
             for _ in 0..<2 {
                 if let cached = fresh(within: age) { return cached }
@@ -45,6 +59,7 @@ final class TokenStatisticsCache: Sendable {
                     guard state.generation == generation else { return false }
                     // Its age runs from when the count began: the store may have changed during it.
                     (state.statistics, state.countedAt) = (statistics, started)
+                    state.counts += 1
                     return true
                 }
                 if kept { return statistics }
