@@ -11,16 +11,17 @@ public final class Daemon: Sendable {
     /// The store, the apps' warm pools, events, reload, standby: what the API calls into.
     public let runtime: Service
     private let server: HTTPServer
+    private let router: Router
     /// The bound API ports, in the order of `configuration.listen` (port 0 becomes the picked one).
     public let ports: [Int]
 
     /// Binds the API, then starts the runtime; nothing is served until `start`.
     public init(configuration: ServeConfiguration) throws(ServiceError) {
-        let router = Router()
+        router = Router()
         var limits = HTTPLimits()
         limits.maximumBodyBytes = configuration.maxBodyBytes
         do {
-            server = try HTTPServer(listen: configuration.listen.map { ($0.host, $0.port) }, limits: limits) { [router] request in
+            server = try HTTPServer(listen: configuration.listen.map { ($0.host, $0.port) }, limits: limits) { [router = router] request in
                 router.answer(request)
             }
         } catch {
@@ -28,6 +29,7 @@ public final class Daemon: Sendable {
         }
         do { runtime = try Service(configuration: configuration) } catch {
             server.stop()
+            router.stopWorkers()
             throw error
         }
         ports = server.ports
@@ -42,9 +44,11 @@ public final class Daemon: Sendable {
         runtime.start()
     }
 
-    /// SIGTERM: stops the API, then lets running events finish and closes the runtime.
+    /// SIGTERM: stops the API and its workers (a queued submission is recorded and queued, or not
+    /// at all), then lets running events finish and closes the runtime.
     public func stop() {
         server.stop()
+        router.stopWorkers()
         runtime.stop()
     }
 }

@@ -13,10 +13,17 @@ import Vocabulary
 ///   this once (the store keeps only its SHA-256).
 /// - `PUT /v1/installations/{id}`, `POST /v1/installations/{id}/activities`,
 ///   `DELETE /v1/installations/{id}`: with `Authorization: Installation <secret>`.
-/// Writes go through `TokenStore.submit` and answer `.deferred` from the writer thread, so the
-/// HTTP thread never waits for a commit (a durable one is an fsync: milliseconds on an SD card).
+/// These run on an `APIWorker` (the router sends them there: the installation and its secret are
+/// store reads), and writes go through `TokenStore.submit` and answer `.deferred` from the writer
+/// thread, so neither the HTTP thread nor the worker waits for a commit (a durable one is an
+/// fsync: milliseconds on an SD card).
 extension Router {
     package static let installationsPath = "/v1/installations"
+
+    /// Whether `installationAnswer` answers `path` (the router sends those to a worker).
+    static func isInstallationRoute(_ path: String) -> Bool {
+        path == installationsPath || path.hasPrefix(installationsPath + "/")
+    }
 
     /// The answer for an app route, or nil when the path is not one.
     package func installationAnswer(_ request: HTTPRequest, service: Service) -> HTTPAnswer? {

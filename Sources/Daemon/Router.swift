@@ -8,8 +8,9 @@ import TokenStore
 import Vocabulary
 
 /// The daemon's HTTP API: which path does what, who may call it, and the JSON it answers. Runs on
-/// the HTTP thread; everything slow (a fan-out) is handed to the event queue, so a request is
-/// answered in microseconds to milliseconds (a store commit at most).
+/// the HTTP thread, which never waits: a fan-out goes to the event queue, and whatever reads or
+/// writes the store, asks Redis or scans goes to an `APIWorker` and answers `.deferred`, so every
+/// other client is answered in microseconds meanwhile.
 ///
 /// Routes (versioned under /v1; `openapi.json` in the repository describes them):
 /// - `GET /` (the status page, unless `statusPage` is off), `GET /healthz`, `GET /readyz`,
@@ -25,6 +26,18 @@ import Vocabulary
 package final class Router: @unchecked Sendable {
     // @unchecked: `service` is set once, before the server starts, and only read afterwards.
     package weak var service: Service?
+    /// The API's work off its thread (`APIWorker`): the event routes on one thread (submissions
+    /// in arrival order), the rest on two.
+    let eventWorker = APIWorker(name: "sokuho-api-events", threads: 1, capacity: 64)
+    let apiWorker = APIWorker(name: "sokuho-api", threads: 2, capacity: 256)
+
+    package init() {}
+
+    /// Stops the workers, after the server: a queued submission is recorded and queued, or not at all.
+    func stopWorkers() {
+        eventWorker.stop()
+        apiWorker.stop()
+    }
 
     package func answer(_ request: HTTPRequest) -> HTTPAnswer {
         guard let service else { return .response(.error(status: 503, code: "stopping", message: "the daemon is stopping")) }
@@ -39,14 +52,18 @@ package final class Router: @unchecked Sendable {
         case ("GET", "/readyz"):
             return .response(readiness(service))
         case ("GET", "/") where service.configuration.statusPage:
-            var response = HTTPResponse.html(StatusPage.render(service))
-            // The page is a snapshot of moving numbers: a reload must ask again.
-            response.headers.append(("Cache-Control", "no-store"))
-            return .response(response)
+            return withTokenStatistics(service, within: .seconds(60)) { [service] tokens in
+                var response = HTTPResponse.html(StatusPage.render(service, tokens: tokens))
+                // The page is a snapshot of moving numbers: a reload must ask again.
+                response.headers.append(("Cache-Control", "no-store"))
+                return response
+            }
         case ("GET", "/metrics"):
-            var response = HTTPResponse.text(service.metrics.render(service))
-            response.headers = [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")]
-            return .response(response)
+            return withTokenStatistics(service, within: .seconds(60)) { [service] tokens in
+                var response = HTTPResponse.text(service.metrics.render(service, tokens: tokens))
+                response.headers = [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")]
+                return response
+            }
         default:
             break
         }
@@ -58,7 +75,13 @@ package final class Router: @unchecked Sendable {
             return .response(.error(status: 503, code: "standby", message: Service.standbyMessage))
         }
         // Phones authenticate with their installation's secret, not the admin token.
-        if let answer = installationAnswer(request, service: service) { return answer }
+        // Their store reads (the installation, its secret) run on a worker too, not only the commit.
+        if Self.isInstallationRoute(request.path) {
+            return apiWorker.answer { [self] in
+                installationAnswer(request, service: service)
+                    ?? .response(.error(status: 404, code: "not_found", message: "no such route: \(request.method) \(request.path)"))
+            }
+        }
         if let refusal = Self.checkAdmin(request, service: service) { return .response(refusal) }
         if service.isStandby, request.method != "GET", request.path.hasPrefix("/v1/channels") {
             return .response(.error(status: 503, code: "standby", message: Service.standbyMessage))
@@ -66,7 +89,7 @@ package final class Router: @unchecked Sendable {
         if let answer = channelAnswer(request, service: service) { return answer }
         switch (request.method, request.path) {
         case ("POST", "/v1/events"):
-            return .response(submit(request, service: service))
+            return eventWorker.answer { [self] in .response(submit(request, service: service)) }
         case ("GET", "/v1/events"):
             var writer = JSONWriter()
             writer.beginObject(); writer.key("events"); writer.beginArray()
@@ -74,26 +97,43 @@ package final class Router: @unchecked Sendable {
             writer.endArray(); writer.endObject()
             return .response(.json(writer.bytes))
         case ("POST", "/v1/promote"):
-            var writer = JSONWriter()
-            writer.beginObject()
-            switch service.promote() {
-            case let .promoted(message):
-                writer.key("promoted"); writer.bool(true)
-                writer.key("message"); writer.string(message)
-            case .alreadyPrimary:
-                writer.key("promoted"); writer.bool(false)
-                writer.key("message"); writer.string("already the primary")
-            }
-            writer.key("standby"); writer.bool(false)
-            writer.endObject()
-            return .response(.json(writer.bytes))
+            // A promotion copies a shipped backup and reads the store.
+            return apiWorker.answer { .response(Self.promotion(service)) }
         case ("GET", "/v1/tokens/stats"):
-            return .response(tokenStatistics(service))
+            return withTokenStatistics(service, within: TokenStatisticsCache.routeAge) { tokens in
+                guard let tokens else { return .error(status: 503, code: "store_unavailable", message: "the token store could not be read") }
+                return .json(tokens.json(store: nil))
+            }
         case ("GET", _) where request.path.hasPrefix("/v1/events/"):
-            return .response(eventStatus(String(request.path.dropFirst("/v1/events/".count)), service: service))
+            return eventStatus(String(request.path.dropFirst("/v1/events/".count)), service: service)
         default:
             return .response(.error(status: 404, code: "not_found", message: "no such route: \(request.method) \(request.path)"))
         }
+    }
+
+    /// `POST /v1/promote`'s answer (on a worker).
+    private static func promotion(_ service: Service) -> HTTPResponse {
+        var writer = JSONWriter()
+        writer.beginObject()
+        switch service.promote() {
+        case let .promoted(message):
+            writer.key("promoted"); writer.bool(true)
+            writer.key("message"); writer.string(message)
+        case .alreadyPrimary:
+            writer.key("promoted"); writer.bool(false)
+            writer.key("message"); writer.string("already the primary")
+        }
+        writer.key("standby"); writer.bool(false)
+        writer.endObject()
+        return .json(writer.bytes)
+    }
+
+    /// `render` with token statistics at most `age` old: at once from the cache, else on a worker
+    /// after a count (`TokenStatisticsCache`). `render` gets nil when the store cannot be read.
+    private func withTokenStatistics(_ service: Service, within age: Duration,
+                                     _ render: @escaping @Sendable (StoreStatistics?) -> HTTPResponse) -> HTTPAnswer {
+        if let tokens = service.tokenStatistics.fresh(within: age) { return .response(render(tokens)) }
+        return apiWorker.answer { .response(render(service.tokenStatistics.refreshed(within: age) { service.store })) }
     }
 
     /// "127.0.0.1:5000" → "127.0.0.1", "[::1]:5000" → "::1": rate limits are per address, not per port.
@@ -175,13 +215,18 @@ package final class Router: @unchecked Sendable {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// `{key}/{serial}`: the queue's view while it is known there, else the store's record.
-    private func eventStatus(_ id: String, service: Service) -> HTTPResponse {
+    /// `{key}/{serial}`: the queue's view while it is known there (in memory: answered at once),
+    /// else the store's record or the cluster's ledger, read on the events' worker.
+    private func eventStatus(_ id: String, service: Service) -> HTTPAnswer {
         if let entry = service.events.entry(id) {
             var writer = JSONWriter()
             Self.write(entry, to: &writer)
-            return .json(writer.bytes)
+            return .response(.json(writer.bytes))
         }
+        return eventWorker.answer { .response(Self.recordedStatus(id, service: service)) }
+    }
+
+    private static func recordedStatus(_ id: String, service: Service) -> HTTPResponse {
         guard let slash = id.lastIndex(of: "/"), let serial = UInt32(id[id.index(after: slash)...]) else {
             return .error(status: 404, code: "not_found", message: "an event URL is /v1/events/{key}/{serial}")
         }
@@ -252,12 +297,5 @@ package final class Router: @unchecked Sendable {
         writer.key("ready"); writer.bool(ready)
         writer.endObject()
         return .json(status: ready ? 200 : 503, writer.bytes)
-    }
-
-    private func tokenStatistics(_ service: Service) -> HTTPResponse {
-        guard let statistics = try? service.store.statistics() else {
-            return .error(status: 503, code: "store_unavailable", message: "the token store could not be read")
-        }
-        return .json(statistics.json(store: nil))
     }
 }

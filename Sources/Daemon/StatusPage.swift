@@ -13,7 +13,8 @@ import TokenStore
 /// halt messages, errors) goes through `escape`. Tokens, keys and the admin token are never read
 /// here: the page is unauthenticated like `/metrics`.
 package enum StatusPage {
-    package static func render(_ service: Service) -> String {
+    /// `tokens`: the store's statistics at most a minute old (`TokenStatisticsCache`), nil when unreadable.
+    package static func render(_ service: Service, tokens: StoreStatistics?) -> String {
         var html = """
             <!DOCTYPE html>
             <html lang="en"><head><meta charset="utf-8">
@@ -38,7 +39,7 @@ package enum StatusPage {
         let (queued, running) = service.events.counts
         html += "<h2>Events</h2>\n<p id=\"queue\">\(queued) queued, \(running) running</p>\n"
         appendEvents(&html, service.events.recent(limit: 20))
-        appendTokens(&html, service.metrics.cachedTokenStatistics(service))
+        appendTokens(&html, tokens)
         html += "</body></html>\n"
         return html
     }

@@ -73,7 +73,7 @@ extension Service {
                     do throws(StoreError) { try staged.install(keepOldAs: nil) } catch { staged.discard(); throw error }
                     store = try TokenStore(directory: configuration.storePath)
                 }
-                metrics.forgetTokenStatistics()
+                tokenStatistics.invalidate()
                 backupAppliedAt.store(Int(WallClock.seconds()), ordering: .releasing)
                 return "sokuho serve: standby: applied the backup \(file): \(staged.report.installations) installations, \(staged.report.tokens) tokens"
             } catch {

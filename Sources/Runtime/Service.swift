@@ -51,6 +51,8 @@ public final class Service: Sendable {
     package let shardWorkers = Mutex<ShardWorkers?>(nil)
     /// Registration replication between the cluster's nodes (`ClusterReplication.swift`), nil without a cluster.
     package let replication: RegistrationReplication?
+    /// Token counts for `/v1/tokens/stats`, `/metrics` and the status page.
+    package let tokenStatistics = TokenStatisticsCache()
 
     /// Opens the store, starts the warm pools and re-queues what a previous run accepted but did
     /// not finish (nothing runs until `start`). The daemon binds its API before, so one that cannot

@@ -8,7 +8,8 @@ import TokenStore
 
 /// What `/metrics` counts. Per-push numbers come from the events' reports when each event ends
 /// (nothing is counted per push on the hot path); gauges (connections, queue, tokens, clock) are
-/// read when scraped. Token counts scan the store's keys, so they are cached for a minute.
+/// read when scraped. Token counts scan the store's keys: the router hands `render` the ones
+/// `Service.tokenStatistics` holds (at most a minute old), counted on a worker when it had none.
 package final class ServiceMetrics: Sendable {
     private struct Totals {
         /// (app, event kind, outcome) → pushes.
@@ -29,7 +30,6 @@ package final class ServiceMetrics: Sendable {
     }
 
     private let totals = Mutex(Totals())
-    private let tokenCache = Mutex<(at: MonotonicInstant, statistics: StoreStatistics)?>(nil)
     package static let eventBuckets: [Double] = [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300]
     package static let latencyBucketsMs: [Double] = [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000]
 
@@ -51,7 +51,7 @@ package final class ServiceMetrics: Sendable {
         }
     }
 
-    package func render(_ service: Service) -> String {
+    package func render(_ service: Service, tokens: StoreStatistics?) -> String {
         var text = PrometheusText()
         let snapshot = totals.withLock { $0 }
         text.family("sokuho_pushes_total", .counter, help: "Pushes that reached their final outcome, by app, event kind and outcome (failed:<reason>).")
@@ -106,7 +106,7 @@ package final class ServiceMetrics: Sendable {
                     help: "API connections answered 503 because the daemon had no file descriptor to spare (raise LimitNOFILE).")
         text.sample("sokuho_api_refused_no_descriptor_total", [], service.apiRefusedForDescriptors)
 
-        if let statistics = cachedTokenStatistics(service) {
+        if let statistics = tokens {
             text.family("sokuho_tokens", .gauge, help: "Registered tokens by app, environment and kind.")
             for count in statistics.tokens {
                 text.sample("sokuho_tokens", [("app", count.app), ("environment", count.environment.rawValue), ("kind", count.kind.name)], count.count)
@@ -142,18 +142,5 @@ package final class ServiceMetrics: Sendable {
         }
         text.family("sokuho_cluster_events_alone_total", .counter, help: "Events this node accepted while Redis was unreachable and ran alone.")
         text.sample("sokuho_cluster_events_alone_total", node, counters.ranAlone.load(ordering: .relaxed))
-    }
-
-    /// Drops the cached statistics (the standby swapped its store).
-    package func forgetTokenStatistics() { tokenCache.withLock { $0 = nil } }
-
-    /// Store statistics at most a minute old; `/metrics` and the status page share them, so
-    /// neither scrapes nor page reloads rescan the store's keys.
-    package func cachedTokenStatistics(_ service: Service) -> StoreStatistics? {
-        let now = MonotonicInstant.now()
-        if let cached = tokenCache.withLock({ $0 }), now - cached.at < .seconds(60) { return cached.statistics }
-        guard let statistics = try? service.store.statistics() else { return nil }
-        tokenCache.withLock { $0 = (now, statistics) }
-        return statistics
     }
 }

@@ -170,7 +170,12 @@ import Testing
         // Not a standby: promoting answers that it already is the primary.
         let promotion = client.call("POST", "/v1/promote", expect: 200)
         #expect(try JSONParser.parse(promotion.body)["promoted"] == .bool(false), "\(promotion.body)")
-        let statistics = client.call("GET", "/v1/tokens/stats", expect: 200)
+        // The counts may be up to 5 s old (a cache the scrapes above may have filled): polled.
+        var statistics = client.call("GET", "/v1/tokens/stats", expect: 200)
+        for _ in 0..<200 where (try? JSONParser.parse(statistics.body))?["installations"]?.int64Value != 4 {
+            usleep(50_000)
+            statistics = client.call("GET", "/v1/tokens/stats", expect: 200)
+        }
         #expect(try JSONParser.parse(statistics.body)["installations"]?.int64Value == 4, "\(statistics.body)")
 
         // Removal: a wrong secret changes nothing; after the removal the id is unknown.
