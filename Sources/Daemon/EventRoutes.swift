@@ -1,0 +1,113 @@
+import DaemonConfiguration
+import Runtime
+import Crypto
+import Fanout
+import HTTPAPI
+import JSONCore
+import TokenStore
+import Vocabulary
+
+/// The backends' event routes: `POST /v1/events` (202 with the event's URL, 200 when the same
+/// event was already sent, 409 for another body under a sent serial or an older serial) and
+/// `GET /v1/events/{key}/{serial}` (the queue's view while it knows the event, else the store's
+/// record, else the cluster's ledger).
+extension Router {
+    func submit(_ request: HTTPRequest, service: Service) -> HTTPResponse {
+        switch service.submit(request.body) {
+        case let .refused(status, code, message):
+            return .error(status: status, code: code, message: message)
+        case let .alreadySent(report):
+            var writer = JSONWriter()
+            writer.beginObject()
+            writer.key("id"); writer.string(EventQueue.id(key: report.eventKey, serial: report.serial))
+            writer.key("state"); writer.string("done")
+            writer.key("alreadySent"); writer.bool(true)
+            writer.key("report"); writer.raw(report.json)
+            writer.endObject()
+            return .json(writer.bytes)
+        case let .accepted(entry):
+            return Self.accepted(id: entry.id, state: entry.state.rawValue, cluster: false)
+        case let .acceptedByCluster(id):
+            return Self.accepted(id: id, state: "queued", cluster: true)
+        }
+    }
+
+    /// 202 with the event's URL; `cluster`: its shards are queued for the cluster's nodes.
+    static func accepted(id: String, state: String, cluster: Bool) -> HTTPResponse {
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("id"); writer.string(id)
+        writer.key("url"); writer.string(eventURL(id))
+        writer.key("state"); writer.string(state)
+        if cluster { writer.key("cluster"); writer.bool(true) }
+        writer.endObject()
+        var response = HTTPResponse.json(status: 202, writer.bytes)
+        response.headers.append(("Location", eventURL(id)))
+        return response
+    }
+
+    /// `/v1/events/{key}/{serial}` with the key percent-encoded: a key may hold any character but
+    /// NUL ("eew 2026?#1"), and its URL must lead back to it (the server decodes the path).
+    package static func eventURL(_ id: String) -> String { "/v1/events/" + percentEncoded(id, keepingSlash: true) }
+
+    /// Every byte but the unreserved ones (and `/` when `keepingSlash`) as %XX.
+    package static func percentEncoded(_ text: String, keepingSlash: Bool) -> String {
+        var bytes: [UInt8] = []
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: ":"):
+                bytes.append(byte)
+            case UInt8(ascii: "/") where keepingSlash:
+                bytes.append(byte)
+            default:
+                bytes.append(UInt8(ascii: "%"))
+                Hex.append(byte, to: &bytes, uppercase: true)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// `{key}/{serial}`: the queue's view while it is known there (in memory: answered at once),
+    /// else the store's record or the cluster's ledger, read on the events' worker.
+    func eventStatus(_ id: String, service: Service) -> HTTPAnswer {
+        if let entry = service.events.entry(id) {
+            var writer = JSONWriter()
+            Self.write(entry, to: &writer)
+            return .response(.json(writer.bytes))
+        }
+        return eventWorker.answer { .response(Self.recordedStatus(id, service: service)) }
+    }
+
+    static func recordedStatus(_ id: String, service: Service) -> HTTPResponse {
+        guard let slash = id.lastIndex(of: "/"), let serial = UInt32(id[id.index(after: slash)...]) else {
+            return .error(status: 404, code: "not_found", message: "an event URL is /v1/events/{key}/{serial}")
+        }
+        let key = String(id[..<slash])
+        guard let record = try? service.store.eventRecords(eventKey: key).serials.first(where: { $0.serial == serial }) else {
+            if let status = service.clusterStatus(key: key, serial: serial) { return .json(status) }
+            return .error(status: 404, code: "not_found", message: "no event '\(key)' serial \(serial)")
+        }
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("id"); writer.string(id)
+        writer.key("state"); writer.string(record.phase == .done ? "done" : record.phase == .stopped ? "stopped" : "queued")
+        writer.key("report"); if record.report.isEmpty { writer.null() } else { writer.raw(record.report) }
+        writer.endObject()
+        return .json(writer.bytes)
+    }
+
+    package static func write(_ entry: EventQueue.Entry, to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("id"); writer.string(entry.id)
+        writer.key("key"); writer.string(entry.event.key)
+        writer.key("serial"); writer.int(entry.event.serial)
+        writer.key("kind"); writer.string(entry.event.kind.rawValue)
+        writer.key("app"); writer.string(entry.app.name)
+        writer.key("urgent"); writer.bool(entry.urgent)
+        writer.key("state"); writer.string(entry.state.rawValue)
+        writer.key("report"); if let report = entry.report { writer.raw(report.json) } else { writer.null() }
+        writer.key("error"); if let error = entry.error { writer.string(error) } else { writer.null() }
+        writer.endObject()
+    }
+}
