@@ -76,19 +76,20 @@ public enum Fanout {
         let bodyHash = SHA256.hash(event.canonicalJSON)
         var earlier: FanoutReport?
         var firstStartedAt = startedAt
-        if let newer = records.serials.last(where: { $0.serial > event.serial }) {
-            throw FanoutError(.invalidEvent, "event '\(event.key)' serial \(event.serial) is older than serial \(newer.serial), which was already sent; send a higher serial")
-        }
-        if let same = records.serials.first(where: { $0.serial == event.serial }) {
-            guard same.bodyHash == bodyHash else {
-                throw FanoutError(.invalidEvent, "event '\(event.key)' serial \(event.serial) was already sent with a different body; give the new content a higher serial")
-            }
-            let report = FanoutReport(json: same.report) ?? FanoutReport()
-            if same.phase == .done { return FanoutResult(report: report, alreadySent: true) }
+        switch EventAdmission(serial: event.serial, bodyHash: bodyHash).decision(given: records.serials) {
+        case let .superseded(by: newer):
+            throw FanoutError(.invalidEvent, "event '\(event.key)' serial \(event.serial) is older than serial \(newer), which was already sent; send a higher serial")
+        case .conflict:
+            throw FanoutError(.invalidEvent, "event '\(event.key)' serial \(event.serial) was already sent with a different body; give the new content a higher serial")
+        case let .alreadySent(same):
+            return FanoutResult(report: FanoutReport(json: same.report) ?? FanoutReport(), alreadySent: true)
+        case let .resume(same):
             // Interrupted or stopped: resume, adding to what it did. A record without a report was
             // only accepted (the daemon records an event when it takes it, before it runs).
-            earlier = same.report.isEmpty ? nil : report
+            earlier = same.report.isEmpty ? nil : FanoutReport(json: same.report) ?? FanoutReport()
             firstStartedAt = same.startedAt
+        case .new:
+            break
         }
         // Recorded before anything is sent: a crash from here on is resumed, never repeated blind.
         // A run that started records a report that counts it (empty so far: `FanoutReport()` is
