@@ -35,15 +35,9 @@ public struct FanoutOptions: Sendable {
     public var urgent = false
     /// Called about every 200 ms with (answered, handed out) while the fan-out runs.
     public var progress: (@Sendable (Int, Int) -> Void)?
-    /// Asked before each batch of targets and while waiting for room: a reason ends the run at
-    /// once — nothing more is handed to the pool, the checkpoint is kept, the report says
-    /// `stopped`. A cluster node whose shard lease is gone (`ShardLease`) answers with it.
-    public var shouldStop: (@Sendable () -> String?)?
-    /// Called with every start checkpoint after the store has it, before the pushes it covers go
-    /// out; a reason stops the run after the chunk under way. A cluster node copies a shard's
-    /// checkpoints to Redis this way (`ShardWorkers`): the node that takes the shard over
-    /// resumes from there, and a node that cannot record them stops sending.
-    public var checkpoint: (@Sendable (StartProgress) -> String?)?
+    /// Where start checkpoints go besides the store, and who may stop the run: a cluster node's
+    /// shard worker (`CheckpointJournal`). Nil: the store alone, and nothing stops the run from outside.
+    public var journal: (any CheckpointJournal)?
 
     public init(pool: PoolConfiguration, push: ClientConnectionOptions, manage: ClientConnectionOptions) {
         self.pool = pool
@@ -63,6 +57,9 @@ public struct FanoutResult: Sendable {
     public var latency = LatencyHistogram()
     /// The highest resident memory seen while the fan-out ran (sampled every 200 ms).
     public var peakMemory = MemoryUse()
+    /// Why this run stopped early, if it did (`report.stopped` is its text; nil when the serial
+    /// was already sent).
+    public var stopped: StopReason?
 }
 
 /// The product's main job: one event from the token store to every phone it concerns, through
@@ -175,10 +172,11 @@ public enum Fanout {
 
         // Starts, group by group in priority order.
         let tally = try rebuildTally(event, plans: numbered, records: records.starts, options: options, store: store)
+        let checkpoints = StartCheckpoints(store: store, journal: options.journal)
         var lastCheckpoint = MonotonicInstant.now()
         let scanner = StartScanner(event: event, store: store, pool: pool, sink: sink, pushes: pushes, tally: tally,
                                    startLimit: options.startLimit, maximumInFlight: maximumInFlight, deadline: deadline,
-                                   urgent: options.urgent, shouldStop: options.shouldStop, checkpoint: options.checkpoint) {
+                                   urgent: options.urgent, checkpoints: checkpoints) {
             sample()
         }
         scanner.plans = numbered
@@ -193,15 +191,13 @@ public enum Fanout {
             sample()
             if MonotonicInstant.now() - lastCheckpoint >= .seconds(1) {
                 lastCheckpoint = MonotonicInstant.now()
-                let progress = sink.lock.withLock { numbered.compactMap { scanner.checkpoint($0.window) } }
-                try? store.submit(progress.map { .putStartProgress($0) }, durable: false) { _ in }
-                for checkpoint in progress { _ = options.checkpoint?(checkpoint) }
+                checkpoints.whileSettling(sink.lock.withLock { numbered.compactMap { scanner.checkpoint($0.window) } })
             }
         }
         sample()
         sink.finishBreaker()
         let (retries, latency) = sink.lock.withLock { (sink.retries, sink.latency) }
-        var stopped = scanner.stopped ?? sink.lock.withLock { sink.tripped } ?? pool.haltMessage
+        var stopped = scanner.stopped ?? sink.lock.withLock { sink.tripped } ?? pool.haltMessage.map(StopReason.poolHalted)
 
         // Final records: finished passes mark their levels done; an interrupted one keeps its window.
         var writes: [WriteOperation] = []
@@ -217,10 +213,7 @@ public enum Fanout {
             }
         }
         // Later passes of one topic (resume, then new levels) overwrite earlier ones: keep the last.
-        try storeCall { () throws(StoreError) in _ = try store.write(writes) }
-        for case let .putStartProgress(progress) in writes {
-            if let problem = options.checkpoint?(progress) { stopped = stopped ?? problem }
-        }
+        if let problem = try checkpoints.final(writes) { stopped = stopped ?? problem }
 
         var report = sink.lock.withLock { sink.report }
         report.tokensRemoved = try prune(sink.lock.withLock { sink.prunes }, event: event, store: store)
@@ -232,7 +225,7 @@ public enum Fanout {
         report.kind = event.kind.rawValue
         report.retried = retries
         report.targets = report.delivered + report.prunedTotal + report.failedTotal + report.unknown + report.expired
-        report.stopped = stopped
+        report.stopped = stopped?.text
         report.firstPushMs = sink.lock.withLock { sink.firstPush }.map { ($0 - runStart).seconds * 1000 }
         report.firstAnswerMs = sink.lock.withLock { sink.firstAnswer }.map { ($0 - runStart).seconds * 1000 }
         report.lastAnswerMs = sink.lock.withLock { sink.lastAnswer }.map { ($0 - runStart).seconds * 1000 }
@@ -243,7 +236,7 @@ public enum Fanout {
         final.updatedAt = WallClock.milliseconds()
         final.report = report.json
         try storeCall { () throws(StoreError) in _ = try store.write([.putEventSerial(final)]) }
-        return FanoutResult(report: report, delivered: samples, latency: latency, peakMemory: peakMemory)
+        return FanoutResult(report: report, delivered: samples, latency: latency, peakMemory: peakMemory, stopped: stopped)
     }
 
     // MARK: Planning
@@ -442,7 +435,7 @@ public enum Fanout {
 
     /// Deletes the event's auto channels (and their records); returns a problem to report, if any.
     static func deleteAutoChannels(_ event: FanoutEvent, channels: [Int: (id: ChannelID, policy: MessageStoragePolicy)],
-                                   client: ChannelClient, store: TokenStore) throws(FanoutError) -> String? {
+                                   client: ChannelClient, store: TokenStore) throws(FanoutError) -> StopReason? {
         let auto = event.groups.filter { $0.channel == .auto }.compactMap { group in channels[group.index].map { (group, $0.id) } }
         guard !auto.isEmpty else { return nil }
         let answers = try client.delete(auto.map(\.1))
@@ -457,7 +450,7 @@ public enum Fanout {
             }
         }
         try storeCall { () throws(StoreError) in _ = try store.write(removals) }
-        return problems.isEmpty ? nil : "the end was sent, but deleting channels failed: " + problems.joined(separator: "; ")
+        return problems.isEmpty ? nil : .channelCleanup(problems: problems)
     }
 
     // MARK: Pruning

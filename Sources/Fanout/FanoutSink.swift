@@ -50,7 +50,7 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
     var breakerAnswers: [Int]
     var breakerBad: [Int]
     /// Why the event must stop (the breaker tripped), if it must.
-    var tripped: String?
+    var tripped: StopReason?
     /// When the first push (or broadcast) was handed out, and answered.
     var firstPush: MonotonicInstant?
     var firstAnswer: MonotonicInstant?
@@ -135,7 +135,7 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
         let bad = breakerBad[group], seen = breakerAnswers[group]
         let suspicious = bad >= Self.breakerMinimum && Double(bad) > Self.breakerFraction * Double(max(seen, final ? seen : Self.breakerSample))
         if suspicious && tripped == nil {
-            tripped = "circuit breaker: \(bad) of the first \(seen) answers for group '\(groupTopics[group])' were BadDeviceToken or DeviceTokenNotForTopic; that is a wrong environment or topic, not dead phones, so the event stopped and nothing was pruned"
+            tripped = .circuitBreaker(group: groupTopics[group], bad: bad, answers: seen)
         }
         guard tripped == nil, seen >= Self.breakerSample || final else { return }
         prunes.append(contentsOf: heldPrunes[group])

@@ -38,12 +38,11 @@ final class StartScanner {
     let deadline: MonotonicInstant
     /// Whether the pushes overtake other events' queued pushes on a shared pool.
     let urgent: Bool
-    /// Why sending stopped early (the breaker, a halted pool, `shouldStop`).
-    var stopped: String?
-    /// `FanoutOptions.shouldStop`, and whether it answered: then nothing more goes to the pool.
-    let shouldStop: (@Sendable () -> String?)?
-    /// `FanoutOptions.checkpoint`: a reason from it stops the run like `shouldStop`.
-    let checkpointed: (@Sendable (StartProgress) -> String?)?
+    /// Where checkpoints go (the store, then the run's journal), and who may stop the run.
+    let checkpoints: StartCheckpoints
+    /// Why sending stopped early (the breaker, a halted pool, the journal).
+    private(set) var stopped: StopReason?
+    /// Whether the journal stopped the run: then nothing more goes to the pool.
     private var cancelled = false
     private var lastCheckpoint = MonotonicInstant.now()
     /// Called at least every 200 ms while waiting (checkpoints, progress, samples).
@@ -57,10 +56,9 @@ final class StartScanner {
     static let checkpointAnswers = 1000
 
     init(event: FanoutEvent, store: TokenStore, pool: ConnectionPool, sink: FanoutSink, pushes: [EventPushes], tally: TokenTally,
-         startLimit: Int?, maximumInFlight: Int, deadline: MonotonicInstant, urgent: Bool, shouldStop: (@Sendable () -> String?)? = nil,
-         checkpoint: (@Sendable (StartProgress) -> String?)? = nil, tick: @escaping () -> Void) {
-        self.shouldStop = shouldStop
-        checkpointed = checkpoint
+         startLimit: Int?, maximumInFlight: Int, deadline: MonotonicInstant, urgent: Bool, checkpoints: StartCheckpoints,
+         tick: @escaping () -> Void) {
+        self.checkpoints = checkpoints
         self.event = event
         self.store = store
         self.pool = pool
@@ -237,23 +235,22 @@ final class StartScanner {
             sentAny = true
             pool.send(jobs, urgent: urgent)
         }
-        if let halt = pool.haltMessage { stopped = halt }
+        if let halt = pool.haltMessage { stopped = .poolHalted(halt) }
         if let reason = sink.lock.withLock({ sink.tripped }) { stopped = reason }
         if MonotonicInstant.now() - lastCheckpoint >= .seconds(1) { tick(); lastCheckpoint = MonotonicInstant.now() }
     }
 
     private func checkShouldStop() {
-        guard !cancelled, let reason = shouldStop?() else { return }
+        guard !cancelled, let reason = checkpoints.stopReason() else { return }
         cancelled = true
         stopped = reason
     }
 
     private func write(_ progress: StartProgress?) throws(FanoutError) {
         guard let progress else { return }
-        do { try store.write([.putStartProgress(progress)], durable: false) } catch { throw FanoutError(.store, error.description) }
         // Not recorded where it must be (a cluster's Redis): the chunk this covers still goes out
         // (its pushes are counted in flight already), nothing after it does.
-        if !cancelled, let reason = checkpointed?(progress) {
+        if let reason = try checkpoints.beforeChunk(progress, journaled: !cancelled) {
             cancelled = true
             stopped = reason
         }

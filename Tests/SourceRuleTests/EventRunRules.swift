@@ -14,6 +14,12 @@ import Testing
             line.contains(".serial >") || line.contains(".serial <") || line.contains("bodyHash ==") || line.contains("== bodyHash")
                 || line.contains("bodyHash !=")
         },
+        // Why a run stopped, in the words reports keep: StopReason renders it, callers decide by
+        // its case, never by the text's prefix.
+        DefinedOnceRule("the stop reasons' wording (StopReason)", in: "Fanout/StopReason.swift") { line in
+            line.contains("\"circuit breaker:") || line.contains("hasPrefix(\"circuit breaker")
+                || line.contains("deleting channels failed:")
+        },
     ]
 
     @Test("Each rule of an event's run is written once", arguments: rules)
