@@ -110,7 +110,7 @@ public enum Fanout {
         let channels = options.channels ?? ChannelClient(bundle: event.app, manage: options.manage, tokens: options.pool.providerTokens,
                                                          timeout: .seconds(30))
         defer { if options.channels == nil { channels.shutdown() } }
-        var plans = try planStarts(event, records: records.starts)
+        var plans = StartPlan.plans(for: event, progress: records.starts)
         let startContent = try self.startContent(event, needed: !plans.isEmpty, serials: records.serials, store: store)
         if startContent == nil { plans = [] }  // an update of activities started on the phones (train-follow): no starts
         let channelIDs = try resolveChannels(event, creating: !plans.isEmpty, client: channels, store: store)
@@ -158,7 +158,7 @@ public enum Fanout {
         var peakMemory = MemoryUse.current()
         let sample = { () -> Void in
             peakMemory = peakMemory.peak(with: MemoryUse.current())
-            let (delivered, inFlight) = sink.lock.withLock { (sink.report.delivered, sink.inFlight) }
+            let (delivered, inFlight) = sink.progress()
             samples.append(((MonotonicInstant.now() - runStart).seconds, delivered))
             options.progress?(delivered, inFlight)
         }
@@ -174,12 +174,11 @@ public enum Fanout {
         let tally = try rebuildTally(event, plans: numbered, records: records.starts, options: options, store: store)
         let checkpoints = StartCheckpoints(store: store, journal: options.journal)
         var lastCheckpoint = MonotonicInstant.now()
-        let scanner = StartScanner(event: event, store: store, pool: pool, sink: sink, pushes: pushes, tally: tally,
+        let scanner = StartScanner(event: event, store: store, pool: pool, sink: sink, pushes: pushes, plans: numbered, tally: tally,
                                    startLimit: options.startLimit, maximumInFlight: maximumInFlight, deadline: deadline,
                                    urgent: options.urgent, checkpoints: checkpoints) {
             sample()
         }
-        scanner.plans = numbered
         for plan in numbered where scanner.stopped == nil {
             try scanner.run(plan)
         }
@@ -191,44 +190,43 @@ public enum Fanout {
             sample()
             if MonotonicInstant.now() - lastCheckpoint >= .seconds(1) {
                 lastCheckpoint = MonotonicInstant.now()
-                checkpoints.whileSettling(sink.lock.withLock { numbered.compactMap { scanner.checkpoint($0.window) } })
+                checkpoints.whileSettling(scanner.checkpoint())
             }
         }
         sample()
-        sink.finishBreaker()
-        let (retries, latency) = sink.lock.withLock { (sink.retries, sink.latency) }
-        var stopped = scanner.stopped ?? sink.lock.withLock { sink.tripped } ?? pool.haltMessage.map(StopReason.poolHalted)
+        let breaker = sink.finishBreaker()
+        var stopped = scanner.stopped ?? breaker.tripped ?? pool.haltMessage.map(StopReason.poolHalted)
 
         // Final records: finished passes mark their levels done; an interrupted one keeps its window.
+        let started = numbered.filter { scanner.startedWindows.contains($0.window) }
         var writes: [WriteOperation] = []
-        sink.lock.withLock {
-            for plan in numbered where scanner.startedWindows.contains(plan.window) {
-                if stopped == nil && sink.windows[plan.window].isSettled {
-                    writes.append(.putStartProgress(StartProgress(eventKey: event.recordKey, topic: plan.group.topic, app: event.app.text,
-                                                                  environment: event.environment, doneLevel: plan.level,
-                                                                  updatedAt: WallClock.milliseconds())))
-                } else if let progress = scanner.checkpoint(plan.window) {
-                    writes.append(.putStartProgress(progress))
-                }
+        for (plan, window) in zip(started, sink.checkpoints(of: started.map(\.window))) {
+            if stopped == nil && window.isSettled {
+                writes.append(.putStartProgress(StartProgress(eventKey: event.recordKey, topic: plan.group.topic, app: event.app.text,
+                                                              environment: event.environment, doneLevel: plan.level,
+                                                              updatedAt: WallClock.milliseconds())))
+            } else if let progress = scanner.progress(of: plan.window, window) {
+                writes.append(.putStartProgress(progress))
             }
         }
         // Later passes of one topic (resume, then new levels) overwrite earlier ones: keep the last.
         if let problem = try checkpoints.final(writes) { stopped = stopped ?? problem }
 
-        var report = sink.lock.withLock { sink.report }
-        report.tokensRemoved = try prune(sink.lock.withLock { sink.prunes }, event: event, store: store)
+        var (report, prunes) = sink.finalReport()
+        report.tokensRemoved = try prune(prunes, event: event, store: store)
         if event.kind == .end && !options.keepChannels && stopped == nil && (event.shard?.index ?? 0) == 0 {
             if let problem = try deleteAutoChannels(event, channels: channelIDs, client: channels, store: store) { stopped = problem }
         }
         report.eventKey = event.key
         report.serial = event.serial
         report.kind = event.kind.rawValue
-        report.retried = retries
+        report.retried = breaker.retries
         report.targets = report.delivered + report.prunedTotal + report.failedTotal + report.unknown + report.expired
         report.stopped = stopped?.text
-        report.firstPushMs = sink.lock.withLock { sink.firstPush }.map { ($0 - runStart).seconds * 1000 }
-        report.firstAnswerMs = sink.lock.withLock { sink.firstAnswer }.map { ($0 - runStart).seconds * 1000 }
-        report.lastAnswerMs = sink.lock.withLock { sink.lastAnswer }.map { ($0 - runStart).seconds * 1000 }
+        let timing = sink.timing()
+        report.firstPushMs = timing.firstPush.map { ($0 - runStart).seconds * 1000 }
+        report.firstAnswerMs = timing.firstAnswer.map { ($0 - runStart).seconds * 1000 }
+        report.lastAnswerMs = timing.lastAnswer.map { ($0 - runStart).seconds * 1000 }
         report.seconds = (MonotonicInstant.now() - runStart).seconds
         if let earlier { report = report.adding(earlier) }
         var final = record
@@ -236,32 +234,10 @@ public enum Fanout {
         final.updatedAt = WallClock.milliseconds()
         final.report = report.json
         try storeCall { () throws(StoreError) in _ = try store.write([.putEventSerial(final)]) }
-        return FanoutResult(report: report, delivered: samples, latency: latency, peakMemory: peakMemory, stopped: stopped)
+        return FanoutResult(report: report, delivered: samples, latency: breaker.latency, peakMemory: peakMemory, stopped: stopped)
     }
 
     // MARK: Planning
-
-    /// The start passes this event needs, in the order groups hand out starts. Starts come from
-    /// a `start`, and from an `update` whose groups reach topics or levels no start covered yet.
-    static func planStarts(_ event: FanoutEvent, records: [StartProgress]) throws(FanoutError) -> [StartPlan] {
-        guard event.kind != .end else { return [] }
-        var plans: [StartPlan] = []
-        for group in event.groupsByPriority {
-            let progress = records.first { $0.topic == group.topic }
-            var floor = progress?.doneLevel
-            if let progress, let scanLevel = progress.scanLevel {
-                // An unfinished pass (a crash, or an earlier serial still fanning out): finish it
-                // first, with this serial's content. Its pending starts are taken over, never dropped.
-                plans.append(StartPlan(group: group, floor: floor, level: scanLevel, resumeFrom: progress.completed,
-                                       oldSubmitted: progress.submitted, oldAnswered: Set(progress.answered)))
-                floor = max(floor ?? 0, scanLevel)
-            }
-            if floor.map({ group.level > $0 }) ?? true {
-                plans.append(StartPlan(group: group, floor: floor, level: group.level, resumeFrom: [], oldSubmitted: [], oldAnswered: []))
-            }
-        }
-        return plans
-    }
 
     /// The attributes and alert starts carry: the event's own, or for an update that widens the
     /// area, those of the key's latest start serial (nil when the key never had a start).
@@ -400,15 +376,8 @@ public enum Fanout {
                 throw FanoutError(.invalidEvent, "groups[\(group.index)] broadcast: \(error)")
             }
         }
-        sink.lock.withLock { if sink.firstPush == nil && !requests.isEmpty { sink.firstPush = MonotonicInstant.now() } }
-        let answers = try ChannelClient.broadcast(requests, on: pool, timeout: .seconds(30))
-        sink.lock.withLock {
-            sink.report.broadcasts += answers.count
-            sink.report.targets += answers.count
-            for answer in answers {
-                if answer.succeeded { sink.report.delivered += 1 } else { sink.report.failed[answer.reason?.name ?? "connection", default: 0] += 1 }
-            }
-        }
+        sink.broadcastsHandedOut(requests.count)
+        sink.recordBroadcasts(try ChannelClient.broadcast(requests, on: pool, timeout: .seconds(30)))
     }
 
     /// The update or end to every activity update token registered for the event key.
