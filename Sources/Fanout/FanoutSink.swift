@@ -1,9 +1,5 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import APNs
 import IO
-import JSONCore
 import Sender
 
 /// What a push of a fan-out was, found from its job id (slot << 40 | sequence in its window).
@@ -31,33 +27,33 @@ struct PruneCandidate: Sendable {
 
 /// Receives every push's outcome (on the pool's loop threads) and keeps the fan-out's books: the
 /// report, the scan windows a checkpoint reads, the tokens to prune, the circuit breaker, and the
-/// delivery audit log. One lock; the producer waits on it for room in flight.
+/// delivery audit log. One lock, private: the producer (`StartScanner`, `EventRun`) asks through
+/// the methods below, each one lock for a whole chunk or step, never one per push.
 final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
     // @unchecked: every mutable field is guarded by `lock` (the log file by its own FILE lock).
-    let lock = ConditionLock()
-    let slots: [PushSlot]
-    var windows: [ScanWindow]
-    var report = FanoutReport()
+    private let lock = ConditionLock()
+    private let slots: [PushSlot]
+    private var windows: [ScanWindow]
+    private var report = FanoutReport()
     /// Pushes handed to the pool and not yet answered.
-    var inFlight = 0
-    var answers = 0
+    private var inFlight = 0
     /// Wake the producer when `inFlight` falls to this.
-    var wakeAt = 0
-    var prunes: [PruneCandidate] = []
+    private var wakeAt = 0
+    private var prunes: [PruneCandidate] = []
     /// `BadDeviceToken` / `DeviceTokenNotForTopic` answers, held until the breaker has judged their group.
-    var heldPrunes: [[PruneCandidate]]
+    private var heldPrunes: [[PruneCandidate]]
     /// Per group: answers and bad-token answers among its first `breakerSample` answers.
-    var breakerAnswers: [Int]
-    var breakerBad: [Int]
+    private var breakerAnswers: [Int]
+    private var breakerBad: [Int]
     /// Why the event must stop (the breaker tripped), if it must.
-    var tripped: String?
-    /// When the first push (or broadcast) was handed out, and answered.
-    var firstPush: MonotonicInstant?
-    var firstAnswer: MonotonicInstant?
+    private var tripped: StopReason?
+    /// When the first push (or broadcast) was handed out, and the first and last answers.
+    private var firstPush: MonotonicInstant?
+    private var firstAnswer: MonotonicInstant?
+    private var lastAnswer: MonotonicInstant?
     /// This event's latencies and back-off retries (the pool's own counters mix every event on it).
-    var latency = LatencyHistogram()
-    var retries = 0
-    var lastAnswer: MonotonicInstant?
+    private var latency = LatencyHistogram()
+    private var retries = 0
     private let log: AuditLog?
     private let groupTopics: [String]
 
@@ -78,13 +74,14 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
         breakerBad = Array(repeating: 0, count: groupTopics.count)
     }
 
+    // MARK: Answers (the pool's loop threads)
+
     func pushCompleted(_ push: CompletedPush) {
         let slot = slots[Int(push.id >> PushSlot.sequenceBits)]
         let sequence = push.id & ((1 << PushSlot.sequenceBits) - 1)
         let now = MonotonicInstant.now()
         lock.withLock {
             inFlight -= 1
-            answers += 1
             if firstAnswer == nil { firstAnswer = now }
             lastAnswer = now
             if let window = slot.window { windows[window].answer(sequence) }
@@ -130,30 +127,116 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
     }
 
     /// Trips the breaker for `group` when its sample says wrong environment or topic; releases its
-    /// held prunes when the sample is complete (or the group ended, `final`) and clean.
-    func judge(group: Int, final: Bool) {
+    /// held prunes when the sample is complete (or the group ended, `final`) and clean. Under the lock.
+    private func judge(group: Int, final: Bool) {
         let bad = breakerBad[group], seen = breakerAnswers[group]
         let suspicious = bad >= Self.breakerMinimum && Double(bad) > Self.breakerFraction * Double(max(seen, final ? seen : Self.breakerSample))
         if suspicious && tripped == nil {
-            tripped = "circuit breaker: \(bad) of the first \(seen) answers for group '\(groupTopics[group])' were BadDeviceToken or DeviceTokenNotForTopic; that is a wrong environment or topic, not dead phones, so the event stopped and nothing was pruned"
+            tripped = .circuitBreaker(group: groupTopics[group], bad: bad, answers: seen)
         }
         guard tripped == nil, seen >= Self.breakerSample || final else { return }
         prunes.append(contentsOf: heldPrunes[group])
         heldPrunes[group].removeAll()
     }
 
-    /// At the end: judge every group on what it got, and count what the breaker kept.
-    func finishBreaker() {
+    // MARK: The producer's side (the run's thread)
+
+    /// Delivered so far and pushes in flight: the progress line and the delivery curve.
+    func progress() -> (delivered: Int, inFlight: Int) {
+        lock.withLock { (report.delivered, inFlight) }
+    }
+
+    /// Why the breaker stopped the event, if it did.
+    func breakerTrip() -> StopReason? {
+        lock.withLock { tripped }
+    }
+
+    /// Counts pushes the producer hands to the pool.
+    func willSend(_ count: Int) {
+        lock.withLock { noteSending(count) }
+    }
+
+    /// `willSend` under the lock.
+    private func noteSending(_ count: Int) {
+        guard count > 0 else { return }
+        inFlight += count
+        if firstPush == nil { firstPush = MonotonicInstant.now() }
+    }
+
+    /// Broadcasts are about to go out (they are the event's first pushes when there are any).
+    func broadcastsHandedOut(_ count: Int) {
+        lock.withLock { if firstPush == nil && count > 0 { firstPush = MonotonicInstant.now() } }
+    }
+
+    /// The broadcasts' answers: each is a target, delivered or failed by its reason.
+    func recordBroadcasts(_ answers: [ChannelClient.Answer]) {
         lock.withLock {
-            for group in breakerAnswers.indices { judge(group: group, final: true) }
-            if tripped != nil {
-                report.pruneWithheld = heldPrunes.reduce(0) { $0 + $1.count } + prunes.filter { $0.registeredBefore == nil }.count
-                prunes.removeAll { $0.registeredBefore == nil }
-                heldPrunes = heldPrunes.map { _ in [] }
+            report.broadcasts += answers.count
+            report.targets += answers.count
+            for answer in answers {
+                if answer.succeeded { report.delivered += 1 } else { report.failed[answer.reason?.name ?? "connection", default: 0] += 1 }
             }
         }
-        log?.flush()
     }
+
+    /// What a pass counted itself, added once per pass (not per target).
+    func add(_ counts: ScanCounts) {
+        lock.withLock {
+            report.answeredBeforeRestart += counts.answeredBeforeRestart
+            report.unknown += counts.unknown
+            report.resentAfterUnknown += counts.resentAfterUnknown
+            report.duplicatesAvoided += counts.duplicatesAvoided
+            report.skippedByBudget += counts.skippedByBudget
+            report.expired += counts.expired
+        }
+    }
+
+    /// What one step of waiting for room found.
+    enum Room {
+        /// There is room for the chunk: hand it out.
+        case ready
+        /// There was none; the producer waited up to 200 ms and may checkpoint or stop before
+        /// asking again. The window's answers since its last checkpoint, and the breaker.
+        case waited(answersSinceCheckpoint: Int, tripped: StopReason?)
+    }
+
+    /// Whether `window` has room for `entries` more targets and the pool for `sends` more pushes
+    /// (within `maximumInFlight`, unless nothing is in flight); if not, waits until answers bring
+    /// in-flight down to half of it, or 200 ms.
+    func waitForRoom(in window: Int, entries: Int, sends: Int, maximumInFlight: Int) -> Room {
+        lock.withLock {
+            guard !windows[window].hasRoom(for: entries) || (sends > 0 && inFlight + sends > maximumInFlight && inFlight > 0) else {
+                return .ready
+            }
+            wakeAt = maximumInFlight / 2
+            lock.wait(until: MonotonicInstant.now() + .milliseconds(200))
+            return .waited(answersSinceCheckpoint: windows[window].answersSinceCheckpoint, tripped: tripped)
+        }
+    }
+
+    /// Enters a chunk's targets into `window` and appends the pushes among them to `jobs`,
+    /// counted in flight; returns the window's checkpoint, which covers them (written before they
+    /// go out). One lock for the whole chunk.
+    func handOut(_ chunk: [ChunkTarget], window: Int, into jobs: inout [PushJob]) -> ScanWindow.Checkpoint {
+        lock.withLock {
+            for target in chunk {
+                let sequence = windows[window].append(target.entry)
+                if let group = target.group {
+                    if slots[target.slot].purpose == .fallback { report.fallbackAlerts += 1 }
+                    jobs.append(PushJob(token: target.entry.token, group: group, id: PushSlot.jobID(slot: target.slot, sequence: sequence)))
+                }
+            }
+            noteSending(jobs.count)
+            return windows[window].takeCheckpoint()
+        }
+    }
+
+    /// The windows' checkpoints, read together.
+    func checkpoints(of windows: [Int]) -> [ScanWindow.Checkpoint] {
+        lock.withLock { windows.map { self.windows[$0].takeCheckpoint() } }
+    }
+
+    // MARK: The end
 
     /// Waits until every push handed out has its answer, or `timeout` passes; `tick` runs about
     /// every 200 ms meanwhile (outside the lock). Returns whether everything was answered.
@@ -172,49 +255,39 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
         }
     }
 
-    /// Counts pushes the producer hands to the pool.
-    func willSend(_ count: Int) {
-        lock.withLock { noteSending(count) }
+    /// At the end: judges every group on what it got and counts what the breaker kept; returns
+    /// the breaker's reason and the event's retries and latencies.
+    func finishBreaker() -> (tripped: StopReason?, retries: Int, latency: LatencyHistogram) {
+        let result = lock.withLock { () -> (tripped: StopReason?, retries: Int, latency: LatencyHistogram) in
+            for group in breakerAnswers.indices { judge(group: group, final: true) }
+            if tripped != nil {
+                report.pruneWithheld = heldPrunes.reduce(0) { $0 + $1.count } + prunes.filter { $0.registeredBefore == nil }.count
+                prunes.removeAll { $0.registeredBefore == nil }
+                heldPrunes = heldPrunes.map { _ in [] }
+            }
+            return (tripped, retries, latency)
+        }
+        log?.flush()
+        return result
     }
 
-    /// `willSend` under the lock.
-    func noteSending(_ count: Int) {
-        guard count > 0 else { return }
-        inFlight += count
-        if firstPush == nil { firstPush = MonotonicInstant.now() }
+    /// The counts so far and the tokens to prune (after `finishBreaker`).
+    func finalReport() -> (report: FanoutReport, prunes: [PruneCandidate]) {
+        lock.withLock { (report, prunes) }
+    }
+
+    /// When the first push went out, and the first and last answers came.
+    func timing() -> (firstPush: MonotonicInstant?, firstAnswer: MonotonicInstant?, lastAnswer: MonotonicInstant?) {
+        lock.withLock { (firstPush, firstAnswer, lastAnswer) }
     }
 }
 
-/// `--log FILE`: one JSON line per push, the delivery audit: the token's last 8 characters, the
-/// group, APNs' ids, status, reason and outcome. Never the whole token.
-final class AuditLog: @unchecked Sendable {
-    // @unchecked: each line is one fwrite, which holds the FILE's lock.
-    private let file: UnsafeMutablePointer<FILE>
-
-    init(path: String) throws(FanoutError) {
-        guard let file = fopen(path, "a") else {
-            throw FanoutError(.store, "--log \(path): \(String(cString: strerror(errno)))")
-        }
-        self.file = file
-    }
-
-    deinit { fclose(file) }
-
-    func write(_ push: CompletedPush, group: String) {
-        var writer = JSONWriter(reservingCapacity: 256)
-        writer.beginObject()
-        writer.key("token"); writer.string(String(push.token.hex.suffix(8)))
-        writer.key("group"); writer.string(group)
-        writer.key("apnsId"); if let id = push.apnsID { writer.string(id) } else { writer.null() }
-        writer.key("apnsUniqueId"); if let id = push.uniqueID { writer.string(id) } else { writer.null() }
-        writer.key("status"); writer.int(push.status)
-        writer.key("reason"); if let reason = push.reason { writer.string(reason.name) } else { writer.null() }
-        writer.key("outcome"); writer.string(push.outcome.description)
-        writer.endObject()
-        var bytes = writer.bytes
-        bytes.append(UInt8(ascii: "\n"))
-        _ = bytes.withUnsafeBufferPointer { fwrite($0.baseAddress, 1, $0.count, file) }
-    }
-
-    func flush() { fflush(file) }
+/// What a pass of the scan counts itself — targets it handled without a push, and resends after
+/// an unknown — on the scanning thread, added to the report once per pass (`FanoutSink.add`): no
+/// lock per target.
+struct ScanCounts {
+    /// Not sent: an earlier run's answers and unknowns, this event's duplicates, the start budget, the deadline.
+    var answeredBeforeRestart = 0, unknown = 0, duplicatesAvoided = 0, skippedByBudget = 0, expired = 0
+    /// Sent again after an unknown outcome (`onUnknown: resend`).
+    var resentAfterUnknown = 0
 }

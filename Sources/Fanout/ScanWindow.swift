@@ -30,7 +30,7 @@ struct ScanWindow {
     /// Position of the last entry handed out (empty: none yet).
     private(set) var submitted: [UInt8]
     /// Answers since the last checkpoint (the producer checkpoints every second or 1,000 answers).
-    var answersSinceCheckpoint = 0
+    private(set) var answersSinceCheckpoint = 0
 
     init(topic: String, capacity: Int, completed: [UInt8]) {
         self.topic = topic
@@ -73,6 +73,23 @@ struct ScanWindow {
         }
         if let last { completed = Self.position(of: ring[last]) }
     }
+
+    /// What a checkpoint records of the window, read in one go under the fan-out's lock.
+    struct Checkpoint {
+        var completed: [UInt8]
+        var submitted: [UInt8]
+        var answered: [UInt64]
+        var isSettled: Bool
+    }
+
+    /// The window as a checkpoint records it; restarts the count of answers since one.
+    mutating func takeCheckpoint() -> Checkpoint {
+        answersSinceCheckpoint = 0
+        return Checkpoint(completed: completed, submitted: submitted, answered: answeredHashes, isSettled: isSettled)
+    }
+
+    /// Whether `entries` more targets fit.
+    func hasRoom(for entries: Int) -> Bool { capacity - Int(head - base) >= entries }
 
     /// Hashes of the answered targets after `completed` (what a restart must not send again).
     var answeredHashes: [UInt64] {

@@ -4,22 +4,12 @@ import Sender
 import TokenStore
 import Vocabulary
 
-/// One pass over a topic's targets that hands out push-to-starts (and fallback alerts): either
-/// the rest of a scan a crash or an earlier serial left unfinished, or the levels an event adds.
-struct StartPlan {
-    let group: FanoutEvent.Group
-    /// Targets with a minimum level at or below this were handled by an earlier pass (nil: none).
-    let floor: UInt8?
-    let level: UInt8
-    /// Where a resumed pass starts (everything up to here has its outcome), and the end of what
-    /// was handed out before the restart, with the answered hashes in between.
-    let resumeFrom: [UInt8]
-    let oldSubmitted: [UInt8]
-    let oldAnswered: Set<UInt64>
-    /// The window index in the sink, and the sink slots of its starts and fallbacks.
-    var window = 0
-    var startSlot = 0
-    var fallbackSlot = 0
+/// One target waiting for its chunk: its window entry, and the group to send it with (nil:
+/// handled without sending).
+struct ChunkTarget {
+    var entry: ScanWindow.Entry
+    var group: PushGroup?
+    var slot: Int
 }
 
 /// Runs start plans: scans the store, decides per target (send, duplicate, over budget, answered
@@ -31,6 +21,8 @@ final class StartScanner {
     let pool: ConnectionPool
     let sink: FanoutSink
     let pushes: [EventPushes]
+    /// The plans this scanner runs, to name a window's topic and levels.
+    let plans: [StartPlan]
     var tally: TokenTally
     let startLimit: Int?
     let maximumInFlight: Int
@@ -38,12 +30,11 @@ final class StartScanner {
     let deadline: MonotonicInstant
     /// Whether the pushes overtake other events' queued pushes on a shared pool.
     let urgent: Bool
-    /// Why sending stopped early (the breaker, a halted pool, `shouldStop`).
-    var stopped: String?
-    /// `FanoutOptions.shouldStop`, and whether it answered: then nothing more goes to the pool.
-    let shouldStop: (@Sendable () -> String?)?
-    /// `FanoutOptions.checkpoint`: a reason from it stops the run like `shouldStop`.
-    let checkpointed: (@Sendable (StartProgress) -> String?)?
+    /// Where checkpoints go (the store, then the run's journal), and who may stop the run.
+    let checkpoints: StartCheckpoints
+    /// Why sending stopped early (the breaker, a halted pool, the journal).
+    private(set) var stopped: StopReason?
+    /// Whether the journal stopped the run: then nothing more goes to the pool.
     private var cancelled = false
     private var lastCheckpoint = MonotonicInstant.now()
     /// Called at least every 200 ms while waiting (checkpoints, progress, samples).
@@ -56,33 +47,25 @@ final class StartScanner {
     /// Answers after which a wait for room checkpoints (besides every second).
     static let checkpointAnswers = 1000
 
-    init(event: FanoutEvent, store: TokenStore, pool: ConnectionPool, sink: FanoutSink, pushes: [EventPushes], tally: TokenTally,
-         startLimit: Int?, maximumInFlight: Int, deadline: MonotonicInstant, urgent: Bool, shouldStop: (@Sendable () -> String?)? = nil,
-         checkpoint: (@Sendable (StartProgress) -> String?)? = nil, tick: @escaping () -> Void) {
-        self.shouldStop = shouldStop
-        checkpointed = checkpoint
+    init(event: FanoutEvent, store: TokenStore, pool: ConnectionPool, sink: FanoutSink, pushes: [EventPushes], plans: [StartPlan],
+         tally: TokenTally, startLimit: Int?, maximumInFlight: Int, deadline: MonotonicInstant, urgent: Bool,
+         checkpoints: StartCheckpoints, tick: @escaping () -> Void) {
         self.event = event
         self.store = store
         self.pool = pool
         self.sink = sink
         self.pushes = pushes
+        self.plans = plans
         self.tally = tally
         self.startLimit = startLimit
         self.maximumInFlight = maximumInFlight
         self.deadline = deadline
         self.urgent = urgent
+        self.checkpoints = checkpoints
         self.tick = tick
     }
 
-    /// One target waiting for its chunk: its window entry, and the group to send it with (nil:
-    /// handled without sending).
-    private struct Pending {
-        var entry: ScanWindow.Entry
-        var group: PushGroup?
-        var slot: Int
-    }
-
-    private var pending: [Pending] = []
+    private var pending: [ChunkTarget] = []
     private var sentAny = false
     /// How many of `pending` are sent (the others are handled without a push).
     private var pendingSends = 0
@@ -93,6 +76,8 @@ final class StartScanner {
 
     func run(_ plan: StartPlan) throws(FanoutError) {
         startedWindows.insert(plan.window)
+        var counts = ScanCounts()
+        defer { sink.add(counts) }
         let groupPushes = pushes[plan.group.index]
         let scan = store.scanTopic(app: event.app.text, environment: event.environment, topic: plan.group.topic, level: plan.level,
                                    after: TopicWatermark(bytes: plan.resumeFrom), batch: Self.scanBatch)
@@ -132,48 +117,48 @@ final class StartScanner {
                 if inOldWindow {
                     if ScanWindow.precedesOrEquals(ScanWindow.position(of: entry), plan.oldSubmitted) {
                         if plan.oldAnswered.contains(hash) {
-                            sink.lock.withLock { sink.report.answeredBeforeRestart += 1 }
+                            counts.answeredBeforeRestart += 1
                             entry.answered = true
                         } else if event.onUnknown == .report {
                             // In flight when the earlier run died: it may have arrived. A second
                             // start would put a second activity on the phone.
-                            sink.lock.withLock { sink.report.unknown += 1 }
+                            counts.unknown += 1
                             entry.answered = true
                         } else {
                             // `resend`: sent again, maybe a second start on the phone; the report says so.
-                            sink.lock.withLock { sink.report.resentAfterUnknown += 1 }
+                            counts.resentAfterUnknown += 1
                         }
                         tally.markHandled(hash)
-                        try add(Pending(entry: entry, group: entry.answered ? nil : group, slot: slot), window: plan.window)
+                        try add(ChunkTarget(entry: entry, group: entry.answered ? nil : group, slot: slot), window: plan.window)
                         continue
                     }
                     inOldWindow = false
                 }
                 if tally.isHandled(hash) {
-                    sink.lock.withLock { sink.report.duplicatesAvoided += 1 }
+                    counts.duplicatesAvoided += 1
                     entry.answered = true
-                    try add(Pending(entry: entry, group: nil, slot: slot), window: plan.window)
+                    try add(ChunkTarget(entry: entry, group: nil, slot: slot), window: plan.window)
                     continue
                 }
                 tally.markHandled(hash)
                 if kind == .pushToStart, let limit = startLimit, tally.recentStarts(hash) >= limit {
-                    sink.lock.withLock { sink.report.skippedByBudget += 1 }
+                    counts.skippedByBudget += 1
                     entry.answered = true
-                    try add(Pending(entry: entry, group: nil, slot: slot), window: plan.window)
+                    try add(ChunkTarget(entry: entry, group: nil, slot: slot), window: plan.window)
                     continue
                 }
                 if MonotonicInstant.now() >= deadline {
                     // Past the event's deadline nothing more is sent; what was not is expired.
-                    sink.lock.withLock { sink.report.expired += 1 }
+                    counts.expired += 1
                     continue
                 }
-                try add(Pending(entry: entry, group: group, slot: slot), window: plan.window)
+                try add(ChunkTarget(entry: entry, group: group, slot: slot), window: plan.window)
             }
         }
         try flush(window: plan.window)
     }
 
-    private func add(_ target: Pending, window: Int) throws(FanoutError) {
+    private func add(_ target: ChunkTarget, window: Int) throws(FanoutError) {
         pending.append(target)
         if target.group != nil { pendingSends += 1 }
         // A chunk sends at most half the in-flight window: `flush` makes room for all of its
@@ -192,43 +177,23 @@ final class StartScanner {
     func flush(window: Int) throws(FanoutError) {
         guard !pending.isEmpty else { return }
         let sends = pendingSends
-        var progress: StartProgress?
-        var jobs: [PushJob] = []
-        jobs.reserveCapacity(sends)
-        while true {
-            var interim: StartProgress?
-            let ready = sink.lock.withLock { () -> Bool in
-                while stopped == nil,
-                      sink.windows[window].capacity - Int(sink.windows[window].head - sink.windows[window].base) < pending.count
-                        || (sends > 0 && sink.inFlight + sends > maximumInFlight && sink.inFlight > 0) {
-                    sink.wakeAt = maximumInFlight / 2
-                    sink.lock.wait(until: MonotonicInstant.now() + .milliseconds(200))
-                    if let reason = sink.tripped { stopped = reason }
-                    checkShouldStop()
-                    if MonotonicInstant.now() - lastCheckpoint >= .seconds(1)
-                        || sink.windows[window].answersSinceCheckpoint >= Self.checkpointAnswers {
-                        interim = checkpoint(window)
-                        return false
-                    }
-                }
-                // Told to stop: this chunk is neither recorded nor sent — whoever resumes the
-                // event sends it (a cluster's next lease holder), so no phone is lost or doubled.
-                if cancelled { return true }
-                for target in pending {
-                    let sequence = sink.windows[window].append(target.entry)
-                    if let group = target.group {
-                        if sink.slots[target.slot].purpose == .fallback { sink.report.fallbackAlerts += 1 }
-                        jobs.append(PushJob(token: target.entry.token, group: group, id: PushSlot.jobID(slot: target.slot, sequence: sequence)))
-                    }
-                }
-                sink.noteSending(jobs.count)
-                progress = checkpoint(window)
-                return true
+        while stopped == nil,
+              case let .waited(answers, tripped) = sink.waitForRoom(in: window, entries: pending.count, sends: sends, maximumInFlight: maximumInFlight) {
+            if let tripped { stopped = tripped }
+            checkShouldStop()
+            if MonotonicInstant.now() - lastCheckpoint >= .seconds(1) || answers >= Self.checkpointAnswers {
+                try write(progress(of: window, sink.checkpoints(of: [window])[0]))
+                tick()
+                lastCheckpoint = MonotonicInstant.now()
             }
-            if ready { break }
-            try write(interim)
-            tick()
-            lastCheckpoint = MonotonicInstant.now()
+        }
+        // Told to stop: this chunk is neither recorded nor sent — whoever resumes the event sends
+        // it (a cluster's next lease holder), so no phone is lost or doubled.
+        var jobs: [PushJob] = []
+        var progress: StartProgress?
+        if !cancelled {
+            jobs.reserveCapacity(sends)
+            progress = self.progress(of: window, sink.handOut(pending, window: window, into: &jobs))
         }
         pending.removeAll(keepingCapacity: true)
         pendingSends = 0
@@ -237,35 +202,38 @@ final class StartScanner {
             sentAny = true
             pool.send(jobs, urgent: urgent)
         }
-        if let halt = pool.haltMessage { stopped = halt }
-        if let reason = sink.lock.withLock({ sink.tripped }) { stopped = reason }
+        if let halt = pool.haltMessage { stopped = .poolHalted(halt) }
+        if let reason = sink.breakerTrip() { stopped = reason }
         if MonotonicInstant.now() - lastCheckpoint >= .seconds(1) { tick(); lastCheckpoint = MonotonicInstant.now() }
     }
 
     private func checkShouldStop() {
-        guard !cancelled, let reason = shouldStop?() else { return }
+        guard !cancelled, let reason = checkpoints.stopReason() else { return }
         cancelled = true
         stopped = reason
     }
 
     private func write(_ progress: StartProgress?) throws(FanoutError) {
         guard let progress else { return }
-        do { try store.write([.putStartProgress(progress)], durable: false) } catch { throw FanoutError(.store, error.description) }
         // Not recorded where it must be (a cluster's Redis): the chunk this covers still goes out
         // (its pushes are counted in flight already), nothing after it does.
-        if !cancelled, let reason = checkpointed?(progress) {
+        if let reason = try checkpoints.beforeChunk(progress, journaled: !cancelled) {
             cancelled = true
             stopped = reason
         }
     }
 
-    /// The window's progress as the store keeps it (call under the sink's lock).
-    func checkpoint(_ window: Int) -> StartProgress? {
+    /// The started passes' progress as the store keeps it, read together.
+    func checkpoint() -> [StartProgress] {
+        let started = plans.filter { startedWindows.contains($0.window) }
+        return zip(started, sink.checkpoints(of: started.map(\.window))).compactMap { progress(of: $0.window, $1) }
+    }
+
+    /// A window's progress as the store keeps it (nil: its pass has not started).
+    func progress(of window: Int, _ state: ScanWindow.Checkpoint) -> StartProgress? {
         guard startedWindows.contains(window), let plan = plans.first(where: { $0.window == window }) else { return nil }
-        let state = sink.windows[window]
-        sink.windows[window].answersSinceCheckpoint = 0
         var submitted = state.submitted
-        var answered = state.answeredHashes
+        var answered = state.answered
         // A resumed pass that has not yet passed the end of the earlier run's window must keep
         // that window (its end and its answers): a crash now would otherwise forget that those
         // pushes went out, and the next run would send them again.
@@ -277,9 +245,6 @@ final class StartScanner {
                              doneLevel: plan.floor, scanLevel: plan.level, completed: state.completed, submitted: submitted,
                              answered: answered, updatedAt: WallClock.milliseconds())
     }
-
-    /// The plans this scanner runs (set before `run`), to name a window's topic and levels.
-    var plans: [StartPlan] = []
 
     /// Whether the installation holding this device token also has a push-to-start token.
     private func hasPushToStartToken(device token: ArraySlice<UInt8>) throws(FanoutError) -> Bool {

@@ -200,17 +200,18 @@ public final class Service: Sendable {
                 cluster.counters.ranAlone.add(1, ordering: .relaxed)
                 logLine("cluster: Redis unreachable (\(cluster.health.problem ?? "no answer")); event '\(event.key)' serial \(event.serial) runs on this node alone")
             }
-            if let newer = records.serials.last(where: { $0.serial > event.serial }) {
+            switch EventAdmission(serial: event.serial, bodyHash: hash).decision(given: records.serials) {
+            case let .superseded(by: newer):
                 return .refused(status: 409, code: "serial_superseded",
-                                message: "serial: \(event.serial) is older than serial \(newer.serial) of '\(event.key)', already accepted; send a higher serial")
-            }
-            if let same = records.serials.first(where: { $0.serial == event.serial }) {
-                guard same.bodyHash == hash else {
-                    return .refused(status: 409, code: "serial_conflict",
-                                    message: "serial: \(event.serial) of '\(event.key)' was already accepted with a different body; give new content a higher serial")
-                }
-                if same.phase == .done, let report = FanoutReport(json: same.report) { return .alreadySent(report) }
-            } else {
+                                message: "serial: \(event.serial) is older than serial \(newer) of '\(event.key)', already accepted; send a higher serial")
+            case .conflict:
+                return .refused(status: 409, code: "serial_conflict",
+                                message: "serial: \(event.serial) of '\(event.key)' was already accepted with a different body; give new content a higher serial")
+            case let .alreadySent(same):
+                if let report = FanoutReport(json: same.report) { return .alreadySent(report) }
+            case .resume:
+                break
+            case .new:
                 let now = WallClock.milliseconds()
                 try store.write([.putEventSerial(EventSerialRecord(eventKey: event.key, serial: event.serial, bodyHash: hash, phase: .sending,
                                                                    startedAt: now, updatedAt: now, body: event.canonicalJSON))])

@@ -186,21 +186,7 @@ package final class ShardWorkers: @unchecked Sendable {
         }
         var options = runtime.fanout
         options.urgent = event.kind == .start
-        options.shouldStop = { keeper.lostReason }
-        let fence = keeper.lease.token
-        options.checkpoint = { progress in
-            do {
-                let saved = try link.run { connection throws(RedisError) in
-                    try connection.saveShardProgress(key: key, serial: serial, shard: shard.index, count: shard.count, fence: fence,
-                                                     topic: progress.topic, record: progress.recordBytes)
-                }
-                return saved ? nil : "the shard was taken over by another node (a later fencing token)"
-            } catch {
-                let problem = "the shard's checkpoint could not be recorded in Redis (\(error))"
-                unrecorded.note(problem)
-                return problem
-            }
-        }
+        options.journal = ShardJournal(keeper: keeper, link: link, key: key, serial: serial, shard: shard, unrecorded: unrecorded)
         do {
             let result = try Fanout.run(event, store: service.store, options: options)
             let entry = EventQueue.Entry(id: EventQueue.id(key: event.recordKey, serial: event.serial), event: event, app: runtime,
@@ -218,4 +204,32 @@ private final class FirstProblem: Sendable {
     private let problem = Mutex<String?>(nil)
     package var value: String? { problem.withLock { $0 } }
     package func note(_ text: String) { problem.withLock { if $0 == nil { $0 = text } } }
+}
+
+/// A shard's run journal: its checkpoints copied to Redis under the lease's fencing token (a
+/// later holder's token refuses them), and the lease as the stop signal.
+private struct ShardJournal: CheckpointJournal {
+    let keeper: ShardLease
+    let link: ClusterLink
+    let key: String
+    let serial: UInt32
+    let shard: EventShard
+    /// Receives the reason a checkpoint could not be recorded (the run stops then).
+    let unrecorded: FirstProblem
+
+    func stopReason() -> StopReason? { keeper.lostReason.map(StopReason.leaseLost) }
+
+    func record(_ progress: StartProgress) -> StopReason? {
+        do {
+            let saved = try link.run { connection throws(RedisError) in
+                try connection.saveShardProgress(key: key, serial: serial, shard: shard.index, count: shard.count, fence: keeper.lease.token,
+                                                 topic: progress.topic, record: progress.recordBytes)
+            }
+            return saved ? nil : .leaseLost("the shard was taken over by another node (a later fencing token)")
+        } catch {
+            let problem = "the shard's checkpoint could not be recorded in Redis (\(error))"
+            unrecorded.note(problem)
+            return .checkpointFailed(problem)
+        }
+    }
 }

@@ -113,7 +113,10 @@ enum FanoutCommand {
                               seriesLabel: "delivered", overTime: result.delivered, latency: result.latency).write(to: path)
         }
         if let stopped = report.stopped {
-            let code: ExitCode = stopped.hasPrefix("circuit breaker") ? .config : .unavailable
+            // The breaker says the event's environment or topic is wrong (78); any other stop is
+            // the way to APNs (69).
+            let code: ExitCode
+            if case .circuitBreaker? = result.stopped { code = .config } else { code = .unavailable }
             throw CLIError(code, stopped)
         }
         if !report.isComplete {

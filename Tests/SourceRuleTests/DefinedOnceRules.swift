@@ -19,6 +19,15 @@ struct DefinedOnceRule: Sendable, CustomTestStringConvertible {
 
     func isHome(_ path: String) -> Bool { home.hasSuffix("/") ? path.hasPrefix(home) : path == home }
 
+    /// Fails naming every file besides the home that holds a matching line, and when the home
+    /// no longer holds one (the rule would pass vacuously).
+    func check() throws {
+        let holders = try holders(root: SourceTree.root)
+        let copies = holders.filter { !isHome($0) }.sorted()
+        #expect(copies == [], "\(concept) is written again in \(copies.joined(separator: ", ")); use the one in \(home)")
+        #expect(holders.contains(where: isHome), "\(concept) is no longer found in \(home): is the rule still right?")
+    }
+
     /// The files holding a matching line, relative to `Sources`.
     func holders(root: String) throws -> Set<String> {
         var out: Set<String> = []
@@ -65,9 +74,6 @@ struct DefinedOnceRule: Sendable, CustomTestStringConvertible {
 
     @Test("Each piece of the vocabulary is defined once", arguments: rules)
     func definedOnce(_ rule: DefinedOnceRule) throws {
-        let holders = try rule.holders(root: SourceTree.root)
-        let copies = holders.filter { !rule.isHome($0) }.sorted()
-        #expect(copies == [], "\(rule.concept) is written again in \(copies.joined(separator: ", ")); use the one in \(rule.home)")
-        #expect(holders.contains(where: rule.isHome), "\(rule.concept) is no longer found in \(rule.home): is the rule still right?")
+        try rule.check()
     }
 }

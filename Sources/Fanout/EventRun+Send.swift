@@ -1,0 +1,68 @@
+import IO
+import Sender
+import TokenStore
+
+extension EventRun {
+    /// Phase 4: everything handed out — for an update or end its broadcasts and activity updates,
+    /// then the start passes, group by group in priority order. Returns once the last chunk is
+    /// with the pool (or the run was told to stop); the answers are the settle phase's.
+    func send(_ admitted: Admitted, starts: Starts, channels: Channels) throws(FanoutError) -> Sending {
+        let maximumInFlight = options.maximumInFlight ?? max(64, 2 * options.pool.connections * options.pool.streamsPerConnection)
+        let books = try books(plans: starts.plans, maximumInFlight: maximumInFlight)
+        // Every push group reports to this event's sink, so the pool may be shared with other events.
+        var pushes: [EventPushes] = []
+        for group in event.groups {
+            pushes.append(try EventPushes.render(event: event, group: group, channel: channels.ids[group.index]?.id, startContent: starts.content,
+                                                 timestamp: admitted.clock.timestamp, expiration: admitted.clock.expiration,
+                                                 deadline: admitted.clock.deadline, sink: books.sink))
+        }
+        let pool = try pool()
+        let samples = RunSamples(start: runStart, sink: books.sink, progress: options.progress)
+
+        // Updates and ends: one broadcast per distinct channel (iOS 18; in a cluster by the
+        // event's first shard alone), then every activity update token of the event (iOS 17).
+        if event.kind != .start {
+            if (event.shard?.index ?? 0) == 0 { try broadcast(pushes: pushes, channels: channels, pool: pool, sink: books.sink) }
+            try sendToActivities(pushes: pushes, slots: books.updateSlots, pool: pool, sink: books.sink)
+        }
+
+        // Starts, group by group in priority order.
+        let tally = try TokenTally.rebuilt(for: event, plans: books.plans, records: admitted.starts, options: options, store: store)
+        let scanStarted = MonotonicInstant.now()
+        let scanner = StartScanner(event: event, store: store, pool: pool, sink: books.sink, pushes: pushes, plans: books.plans, tally: tally,
+                                   startLimit: options.startLimit, maximumInFlight: maximumInFlight, deadline: admitted.clock.deadline,
+                                   urgent: options.urgent, checkpoints: checkpoints) {
+            samples.sample()
+        }
+        for plan in books.plans where scanner.stopped == nil {
+            try scanner.run(plan)
+        }
+        scanner.tally = TokenTally()  // not needed while waiting for the answers: give its memory back
+        return Sending(sink: books.sink, scanner: scanner, pool: pool, samples: samples, scanStarted: scanStarted)
+    }
+
+    /// The sink and what its job ids name: per plan a scan window and a slot for starts and one
+    /// for fallbacks (tracked by the plan's window), per group a slot for activity updates.
+    private func books(plans: [StartPlan], maximumInFlight: Int) throws(FanoutError)
+        -> (sink: FanoutSink, plans: [StartPlan], updateSlots: [Int]) {
+        var slots: [PushSlot] = []
+        var windows: [ScanWindow] = []
+        var numbered: [StartPlan] = []
+        for var plan in plans {
+            plan.window = windows.count
+            windows.append(ScanWindow(topic: plan.group.topic, capacity: max(16_384, 4 * maximumInFlight), completed: plan.resumeFrom))
+            plan.startSlot = slots.count
+            slots.append(PushSlot(purpose: .start, group: plan.group.index, window: plan.window, kind: .pushToStart))
+            plan.fallbackSlot = slots.count
+            slots.append(PushSlot(purpose: .fallback, group: plan.group.index, window: plan.window, kind: .device))
+            numbered.append(plan)
+        }
+        let updateSlots = event.groups.map { group -> Int in
+            slots.append(PushSlot(purpose: .update, group: group.index, window: nil, kind: .pushToStart))
+            return slots.count - 1
+        }
+        let log = try options.logPath.map { (path) throws(FanoutError) in try AuditLog(path: path) }
+        let sink = FanoutSink(slots: slots, windows: windows, groupTopics: event.groups.map(\.topic), log: log)
+        return (sink, numbered, updateSlots)
+    }
+}

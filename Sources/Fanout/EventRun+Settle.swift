@@ -1,0 +1,39 @@
+import IO
+import TokenStore
+import Vocabulary
+
+extension EventRun {
+    /// Phase 5: waits for the answers (checkpointing every second meanwhile), lets the breaker
+    /// judge what it got, and writes the start passes' final records: a finished pass marks its
+    /// level done, an interrupted one keeps its window.
+    func settle(_ sending: Sending, deadline: MonotonicInstant) throws(FanoutError) -> Settled {
+        let sink = sending.sink, scanner = sending.scanner
+        var lastCheckpoint = sending.scanStarted
+        let waitLimit = max(.seconds(5), deadline - MonotonicInstant.now() + options.pool.requestTimeout)
+        sink.waitUntilSettled(timeout: waitLimit) {
+            sending.samples.sample()
+            if MonotonicInstant.now() - lastCheckpoint >= .seconds(1) {
+                lastCheckpoint = MonotonicInstant.now()
+                checkpoints.whileSettling(scanner.checkpoint())
+            }
+        }
+        sending.samples.sample()
+        let breaker = sink.finishBreaker()
+        var stopped = scanner.stopped ?? breaker.tripped ?? sending.pool.haltMessage.map(StopReason.poolHalted)
+
+        let started = scanner.plans.filter { scanner.startedWindows.contains($0.window) }
+        var writes: [WriteOperation] = []
+        for (plan, window) in zip(started, sink.checkpoints(of: started.map(\.window))) {
+            if stopped == nil && window.isSettled {
+                writes.append(.putStartProgress(StartProgress(eventKey: event.recordKey, topic: plan.group.topic, app: event.app.text,
+                                                              environment: event.environment, doneLevel: plan.level,
+                                                              updatedAt: WallClock.milliseconds())))
+            } else if let progress = scanner.progress(of: plan.window, window) {
+                writes.append(.putStartProgress(progress))
+            }
+        }
+        // Later passes of one topic (resume, then new levels) overwrite earlier ones: the last stays.
+        if let problem = try checkpoints.final(writes) { stopped = stopped ?? problem }
+        return Settled(stopped: stopped, retries: breaker.retries, latency: breaker.latency)
+    }
+}

@@ -1,0 +1,71 @@
+import APNs
+import Sender
+import TokenStore
+import Vocabulary
+
+extension TokenTally {
+    /// Rebuilt from the store for a run: which tokens this event already handled (earlier
+    /// serials, an interrupted run) and how many starts other recent events sent each token (the
+    /// start budget). Empty when the run has no start passes.
+    static func rebuilt(for event: FanoutEvent, plans: [StartPlan], records: [StartProgress], options: FanoutOptions,
+                        store: TokenStore) throws(FanoutError) -> TokenTally {
+        var tally = TokenTally()
+        guard !plans.isEmpty else { return tally }
+        for progress in records {
+            try forEachHandled(progress, store: store) { hash, _ in tally.markHandled(hash) }
+        }
+        guard let limit = options.startLimit else { return tally }
+        let since = WallClock.milliseconds() - UInt64(options.startWindow.milliseconds)
+        // A shard's records count as its event's: one event is one start, whichever shard sent it.
+        let recent: [StartProgress]
+        do { recent = try store.startProgress(updatedSince: since) } catch { throw FanoutError(.store, error.description) }
+        let others = recent.filter { eventKey(of: $0) != event.key && $0.app == event.app.text && $0.environment == event.environment }
+        let byKey = Dictionary(grouping: others, by: eventKey(of:))
+        // Fewer recent events than the limit cannot put any phone over it: skip the scan.
+        guard byKey.count >= limit else { return tally }
+        for (_, progresses) in byKey {
+            var once = TokenTally()
+            for progress in progresses {
+                try forEachHandled(progress, store: store) { hash, kind in
+                    if kind == .pushToStart && once.markHandled(hash) { tally.countRecentStart(hash) }
+                }
+            }
+        }
+        return tally
+    }
+
+    /// The event a start-progress record belongs to (a shard's record names its shard too).
+    private static func eventKey(of progress: StartProgress) -> String { ShardRecordKey.eventKey(of: progress.eventKey) ?? progress.eventKey }
+
+    /// Calls `body` for every target a start-progress record counts as handled.
+    private static func forEachHandled(_ progress: StartProgress, store: TokenStore, _ body: (UInt64, TokenKind) -> Void) throws(FanoutError) {
+        var batch = TargetBatch()
+        if let done = progress.doneLevel {
+            let scan = store.scanTopic(app: progress.app, environment: progress.environment, topic: progress.topic, level: done)
+            while try next(scan, into: &batch) {
+                for index in 0..<batch.count {
+                    let kind = batch.kinds[index]
+                    batch.token(at: index).withUnsafeBytes { body(TokenTally.hash(kind: kind.rawValue, token: $0), kind) }
+                }
+            }
+        }
+        guard let level = progress.scanLevel, !progress.submitted.isEmpty else { return }
+        let scan = store.scanTopic(app: progress.app, environment: progress.environment, topic: progress.topic, level: level)
+        while try next(scan, into: &batch) {
+            for index in 0..<batch.count {
+                let minLevel = batch.minLevels[index]
+                if let done = progress.doneLevel, minLevel <= done { continue }
+                let kind = batch.kinds[index]
+                let tokenSlice = batch.token(at: index)
+                guard let token = DeviceTokenBytes(bytes: tokenSlice) else { continue }
+                let entry = ScanWindow.Entry(token: token, minLevel: minLevel, kindByte: kind.rawValue | (batch.broadcast[index] ? 0x80 : 0))
+                guard ScanWindow.precedesOrEquals(ScanWindow.position(of: entry), progress.submitted) else { return }
+                tokenSlice.withUnsafeBytes { body(TokenTally.hash(kind: kind.rawValue, token: $0), kind) }
+            }
+        }
+    }
+
+    private static func next(_ scan: TopicScan, into batch: inout TargetBatch) throws(FanoutError) -> Bool {
+        do { return try scan.next(into: &batch) } catch { throw FanoutError(.store, error.description) }
+    }
+}
