@@ -14,8 +14,8 @@ import Vocabulary
 extension Router {
     func submit(_ request: HTTPRequest, service: Service) -> HTTPResponse {
         switch service.submit(request.body) {
-        case let .refused(status, code, message):
-            return .error(status: status, code: code, message: message)
+        case let .refused(refusal, message):
+            return .error(status: Self.status(of: refusal), code: refusal.code, message: message)
         case let .alreadySent(report):
             var writer = JSONWriter()
             writer.beginObject()
@@ -109,5 +109,15 @@ extension Router {
         writer.key("report"); if let report = entry.report { writer.raw(report.json) } else { writer.null() }
         writer.key("error"); if let error = entry.error { writer.string(error) } else { writer.null() }
         writer.endObject()
+    }
+
+    /// The HTTP status of each refusal: the caller's mistake 400/409/422, the daemon's state 503.
+    static func status(of refusal: Service.Refusal) -> Int {
+        switch refusal {
+        case .invalidEvent: 400
+        case .superseded, .conflict: 409
+        case .unknownApp: 422
+        case .standby, .clusterUnavailable, .storeUnavailable: 503
+        }
     }
 }

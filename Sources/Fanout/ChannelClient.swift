@@ -18,7 +18,7 @@ import Synchronization
 /// app's warm connections in the daemon), see `broadcast(_:on:)`.
 public final class ChannelClient: Sendable {
     let bundle: BundleID
-    private let manage: ClientConnectionOptions
+    private let manage: ProviderEndpoint
     private let tokens: ProviderTokenSource?
     private let timeout: Duration
     private let keepalive: Duration?
@@ -35,7 +35,7 @@ public final class ChannelClient: Sendable {
 
     /// `keepalive`: keep the connection open between calls, PINGed this often (the daemon);
     /// nil: it opens on the first call and closes with `shutdown` (a command's one run).
-    public init(bundle: BundleID, manage: ClientConnectionOptions, tokens: ProviderTokenSource?, timeout: Duration,
+    public init(bundle: BundleID, manage: ProviderEndpoint, tokens: ProviderTokenSource?, timeout: Duration,
                 keepalive: Duration? = nil) {
         self.bundle = bundle
         self.manage = manage
@@ -235,10 +235,8 @@ public final class ChannelClient: Sendable {
     }
 
     private func configuration() -> PoolConfiguration {
-        var configuration = PoolConfiguration(host: manage.host, port: manage.port, tls: manage.tls)
-        configuration.serverName = manage.serverName
+        var configuration = PoolConfiguration(endpoint: manage)
         configuration.connectTimeout = min(manage.connectTimeout, timeout)
-        configuration.resolver = manage.resolver
         configuration.providerTokens = tokens
         configuration.connections = 1
         configuration.threads = 1

@@ -35,7 +35,11 @@ extension EventRun {
                                                      channelID: id.text, storagePolicy: .mostRecentMessageStored)))
             result[group.index] = (id, .mostRecentMessageStored)
         }
-        try storeCall { () throws(StoreError) in _ = try store.write(records) }
+        // Not synced on its own (the first start waits for this write): like the run's start
+        // checkpoints, it survives a crash of the process and is synced by the run's next durable
+        // write. Only a power cut before that loses it — and then the starts it covers are lost
+        // from the store too, so a resumed run sends them again, on a new channel, either way.
+        if !records.isEmpty { try storeCall { () throws(StoreError) in _ = try store.write(records, durable: false) } }
         return Channels(client: client, ids: result)
     }
 

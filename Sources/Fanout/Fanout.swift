@@ -4,12 +4,11 @@ import TokenStore
 
 /// How a fan-out reaches APNs and what it may do beyond the event's own fields.
 public struct FanoutOptions: Sendable {
-    /// The push host's pool (device pushes); its provider tokens also sign the channel requests.
+    /// The push host's pool (device pushes and broadcasts); its provider tokens also sign the
+    /// channel requests.
     public var pool: PoolConfiguration
-    /// The push host and channel-management host for the few one-off requests (broadcasts,
-    /// channel create/read/delete).
-    public var push: ClientConnectionOptions
-    public var manage: ClientConnectionOptions
+    /// The channel-management host (channel create/read/delete).
+    public var manage: ProviderEndpoint
     /// The app's kept channel-host connection (the daemon's, shared by its events and routes);
     /// nil: the run opens one from `manage` when it needs it and closes it at the end.
     public var channels: ChannelClient?
@@ -35,9 +34,8 @@ public struct FanoutOptions: Sendable {
     /// shard worker (`CheckpointJournal`). Nil: the store alone, and nothing stops the run from outside.
     public var journal: (any CheckpointJournal)?
 
-    public init(pool: PoolConfiguration, push: ClientConnectionOptions, manage: ClientConnectionOptions) {
+    public init(pool: PoolConfiguration, manage: ProviderEndpoint) {
         self.pool = pool
-        self.push = push
         self.manage = manage
     }
 }

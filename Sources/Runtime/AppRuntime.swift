@@ -55,8 +55,7 @@ package final class AppRuntime: Sendable {
         do { self.pool = try ConnectionPool(configuration: pool) } catch {
             throw ServiceError("apps \(app.bundleID.text) (\(app.environment.rawValue)): cannot start its connection pool: \(error)")
         }
-        var options = FanoutOptions(pool: pool, push: ClientConnectionOptions(host: push.host, port: push.port, tls: tls),
-                                    manage: ClientConnectionOptions(host: manage.host, port: manage.port, tls: tls))
+        var options = FanoutOptions(pool: pool, manage: ProviderEndpoint(host: manage.host, port: manage.port, tls: tls))
         options.sharedPool = self.pool
         options.startLimit = configuration.startLimit
         options.startWindow = configuration.startWindow

@@ -73,8 +73,7 @@ extension Service {
     package func submitToCluster(_ event: FanoutEvent, bodyHash: [UInt8], cluster: ClusterNode) -> Submission? {
         let shards = cluster.settings.shards
         if event.key.utf8.count + ShardRecordKey.overhead > StoreLimits.maximumNameBytes {
-            return .refused(status: 400, code: "invalid_event",
-                            message: "key: is \(event.key.utf8.count) bytes; in a cluster at most \(StoreLimits.maximumNameBytes - ShardRecordKey.overhead) (each shard's records add to it)")
+            return .refused(.invalidEvent, message: "key: is \(event.key.utf8.count) bytes; in a cluster at most \(StoreLimits.maximumNameBytes - ShardRecordKey.overhead) (each shard's records add to it)")
         }
         // A group with an auto channel creates its channel on first use: one node must do that, so
         // such an event is one shard (the node that takes it creates the channel for all of it).
@@ -96,12 +95,11 @@ extension Service {
                 // Sent, then the connection broke: Redis may have accepted it. Asking again on a new
                 // connection answers `same` if it did — and running it here as well could send it twice.
                 do { answer = try accept() } catch {
-                    return .refused(status: 503, code: "cluster_unavailable",
-                                    message: "the connection to the cluster's Redis broke while it took the event (\(error.description)); it may have been accepted: "
+                    return .refused(.clusterUnavailable, message: "the connection to the cluster's Redis broke while it took the event (\(error.description)); it may have been accepted: "
                                         + "send the same event again (same key, serial and body) — it is sent at most once")
                 }
             default:
-                return .refused(status: 503, code: "cluster_unavailable", message: "the cluster's Redis refused the event: \(error.description)")
+                return .refused(.clusterUnavailable, message: "the cluster's Redis refused the event: \(error.description)")
             }
         }
         let id = EventQueue.id(key: event.key, serial: event.serial)
@@ -109,11 +107,9 @@ extension Service {
         case .new:
             return .acceptedByCluster(id: id)
         case let .superseded(higher):
-            return .refused(status: 409, code: "serial_superseded",
-                            message: "serial: \(event.serial) is older than serial \(higher) of '\(event.key)', already accepted by the cluster; send a higher serial")
+            return .refused(.superseded, message: "serial: \(event.serial) is older than serial \(higher) of '\(event.key)', already accepted by the cluster; send a higher serial")
         case .conflict:
-            return .refused(status: 409, code: "serial_conflict",
-                            message: "serial: \(event.serial) of '\(event.key)' was already accepted by the cluster with a different body; give new content a higher serial")
+            return .refused(.conflict, message: "serial: \(event.serial) of '\(event.key)' was already accepted by the cluster with a different body; give new content a higher serial")
         case .same:
             if let ledger = try? cluster.api({ connection throws(RedisError) in try connection.eventLedger(key: event.key, serial: event.serial) }),
                ledger.isDone {

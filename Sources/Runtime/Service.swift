@@ -174,22 +174,39 @@ public final class Service: Sendable {
         /// Queued as shards for the cluster's nodes (`ClusterEvents`).
         case acceptedByCluster(id: String)
         case alreadySent(FanoutReport)
-        case refused(status: Int, code: String, message: String)
+        case refused(Refusal, message: String)
+    }
+
+    /// Why an event was refused, in the runtime's terms (the API gives each its HTTP status).
+    package enum Refusal: Sendable {
+        case standby, invalidEvent, unknownApp, superseded, conflict, clusterUnavailable, storeUnavailable
+
+        /// The stable `error.code` of the API's answer (README, openapi.json).
+        package var code: String {
+            switch self {
+            case .standby: "standby"
+            case .invalidEvent: "invalid_event"
+            case .unknownApp: "unknown_app"
+            case .superseded: "serial_superseded"
+            case .conflict: "serial_conflict"
+            case .clusterUnavailable: "cluster_unavailable"
+            case .storeUnavailable: "store_unavailable"
+            }
+        }
     }
 
     /// Validates, checks key and serial against what was sent, records and queues an event.
     package func submit(_ body: [UInt8]) -> Submission {
-        if isStandby { return .refused(status: 503, code: "standby", message: Self.standbyMessage) }
+        if isStandby { return .refused(.standby, message: Self.standbyMessage) }
         let event: FanoutEvent
         do { event = try FanoutEvent(json: body) } catch {
-            return .refused(status: 400, code: "invalid_event", message: error.description)
+            return .refused(.invalidEvent, message: error.description)
         }
         guard let runtime = app(event.app, event.environment) else {
-            return .refused(status: 422, code: "unknown_app",
-                            message: "app: \(event.app.text) in \(event.environment.rawValue) is not configured on this daemon")
+            return .refused(.unknownApp, message: "app: \(event.app.text) in \(event.environment.rawValue) is not configured on this daemon")
         }
         do { try Fanout.checkPayloads(event) } catch {
-            return .refused(status: 400, code: "invalid_event", message: error.message)
+            return .refused(.invalidEvent, message: error.message)
         }
         let hash = SHA256.hash(event.canonicalJSON)
         do {
@@ -202,11 +219,9 @@ public final class Service: Sendable {
             }
             switch EventAdmission(serial: event.serial, bodyHash: hash).decision(given: records.serials) {
             case let .superseded(by: newer):
-                return .refused(status: 409, code: "serial_superseded",
-                                message: "serial: \(event.serial) is older than serial \(newer) of '\(event.key)', already accepted; send a higher serial")
+                return .refused(.superseded, message: "serial: \(event.serial) is older than serial \(newer) of '\(event.key)', already accepted; send a higher serial")
             case .conflict:
-                return .refused(status: 409, code: "serial_conflict",
-                                message: "serial: \(event.serial) of '\(event.key)' was already accepted with a different body; give new content a higher serial")
+                return .refused(.conflict, message: "serial: \(event.serial) of '\(event.key)' was already accepted with a different body; give new content a higher serial")
             case let .alreadySent(same):
                 if let report = FanoutReport(json: same.report) { return .alreadySent(report) }
             case .resume:
@@ -217,7 +232,7 @@ public final class Service: Sendable {
                                                                    startedAt: now, updatedAt: now, body: event.canonicalJSON))])
             }
         } catch {
-            return .refused(status: 503, code: "store_unavailable", message: error.description)
+            return .refused(.storeUnavailable, message: error.description)
         }
         return .accepted(events.submit(event, app: runtime))
     }

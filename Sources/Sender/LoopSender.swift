@@ -106,15 +106,12 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         delayed = DelayedJobs(capacity: max(1, connections) * max(1, configuration.streamsPerConnection))
         pathBuffer = .allocate(capacity: pathCapacity)
         requestTimeout = configuration.requestTimeout.nanoseconds
-        var options = ClientConnectionOptions(host: configuration.host, port: configuration.port, tls: configuration.tls)
+        var options = configuration.endpoint.connectionOptions
         options.maximumStreams = configuration.streamsPerConnection
-        options.serverName = configuration.serverName
         options.pingAfterSilence = configuration.pingAfterSilence
         options.pingTimeout = configuration.pingTimeout
-        options.connectTimeout = configuration.connectTimeout
         if configuration.keepWarm { options.pingAfterIdle = configuration.keepalive }
         options.keptResponseHeaders = Self.keptResponseHeaders
-        if let resolver = configuration.resolver { options.resolver = resolver }
         connectionOptions = options
         slotCount = connections
         for _ in 0..<connections { addConnection() }

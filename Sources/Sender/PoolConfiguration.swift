@@ -5,11 +5,14 @@ import IO
 /// How a connection pool talks to one APNs endpoint (one team, environment and key: APNs binds a
 /// connection to those on its first push).
 public struct PoolConfiguration: Sendable {
-    public var host: String
-    public var port: Int
-    public var tls: TLSConfiguration
-    /// The TLS name to verify when it is not `host` (e.g. connecting by address).
-    public var serverName: String?
+    /// The host the pool sends to; the next six are shorthands for its members.
+    public var endpoint: ProviderEndpoint
+    public var host: String { get { endpoint.host } set { endpoint.host = newValue } }
+    public var port: Int { get { endpoint.port } set { endpoint.port = newValue } }
+    public var tls: TLSConfiguration { get { endpoint.tls } set { endpoint.tls = newValue } }
+    public var serverName: String? { get { endpoint.serverName } set { endpoint.serverName = newValue } }
+    public var connectTimeout: Duration { get { endpoint.connectTimeout } set { endpoint.connectTimeout = newValue } }
+    public var resolver: NameResolver? { get { endpoint.resolver } set { endpoint.resolver = newValue } }
     /// Connections in all (spread over the loop threads), opened lazily, kept open.
     public var connections = 4
     /// Event-loop threads; each owns its share of the connections.
@@ -45,17 +48,11 @@ public struct PoolConfiguration: Sendable {
     /// With `keepWarm`: open nothing until the first work arrives, then keep warm. The channel
     /// host's connection: most apps never manage a channel, those that do, do it again.
     public var warmOnceUsed = false
-    /// Each address's connect (and the lookup and the TLS handshake) gets this long.
-    public var connectTimeout: Duration = .seconds(10)
     /// Whether outcomes carry each response's `apns-id` and `apns-unique-id` (a delivery audit log
     /// wants them; they cost two strings per push, so they are off unless asked for).
     public var keepsResponseIDs = false
-    /// How the host name becomes addresses (tests inject failures and addresses here).
-    public var resolver: NameResolver?
 
-    public init(host: String, port: Int, tls: TLSConfiguration) {
-        self.host = host
-        self.port = port
-        self.tls = tls
-    }
+    public init(endpoint: ProviderEndpoint) { self.endpoint = endpoint }
+
+    public init(host: String, port: Int, tls: TLSConfiguration) { self.init(endpoint: ProviderEndpoint(host: host, port: port, tls: tls)) }
 }

@@ -168,9 +168,7 @@ enum DemoCommand {
             var pool = PoolConfiguration(host: "127.0.0.1", port: simulator.port, tls: tls)
             pool.providerTokens = ProviderTokenSource(signer: try ProviderTokenSigner(key: try SigningKey(contentsOf: certificates.providerKey),
                                                                                       keyID: SimulatorCertificates.keyID, teamID: SimulatorCertificates.teamID))
-            let push = ClientConnectionOptions(host: "127.0.0.1", port: simulator.port, tls: tls)
-            let manage = ClientConnectionOptions(host: "127.0.0.1", port: simulator.managePort, tls: tls)
-            return FanoutOptions(pool: pool, push: push, manage: manage)
+            return FanoutOptions(pool: pool, manage: ProviderEndpoint(host: "127.0.0.1", port: simulator.managePort, tls: tls))
         } catch {
             throw CLIError(.software, "the simulator's credentials: \(error)")
         }

@@ -74,11 +74,9 @@ enum FanoutCommand {
         pool.connections = try invocation.int("--connections", in: 1...256) ?? 4
         pool.streamsPerConnection = try invocation.int("--streams", in: 1...100_000) ?? 1000
         if let threads = try invocation.int("--threads", in: 1...64) { pool.threads = threads }
-        var pushOptions = ClientConnectionOptions(host: push.host, port: push.port, tls: tls)
-        pushOptions.serverName = pool.serverName
-        var manageOptions = ClientConnectionOptions(host: manage.host, port: manage.port, tls: tls)
-        manageOptions.serverName = pool.serverName
-        var options = FanoutOptions(pool: pool, push: pushOptions, manage: manageOptions)
+        var manageEndpoint = ProviderEndpoint(host: manage.host, port: manage.port, tls: tls)
+        manageEndpoint.serverName = pool.serverName
+        var options = FanoutOptions(pool: pool, manage: manageEndpoint)
         let limit = try invocation.int("--start-limit", in: 0...127) ?? 8
         options.startLimit = limit == 0 ? nil : limit
         if let window = try invocation.double("--start-window", in: 1...7 * 86_400) { options.startWindow = Duration.seconds(window) }

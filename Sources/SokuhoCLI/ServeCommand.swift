@@ -5,6 +5,7 @@ import APNs
 import Daemon
 import DaemonConfiguration
 import Runtime
+import IO
 import JSONCore
 
 /// `sokuho serve`: the daemon (issue 12). It loads the file, the `SOKUHO_*` variables and the
@@ -82,6 +83,13 @@ enum ServeCommand {
     static func serve(_ configuration: ServeConfiguration, invocation: Invocation) throws(CLIError) -> ExitCode {
         // Before any thread starts, so no thread but this one ever takes these signals.
         SignalWait.block(including: [SIGHUP, SIGUSR1])
+        // The soft limit up to the hard one (systemd's LimitNOFILE, or ulimit -Hn by hand); too low a
+        // hard limit is said once here, and shows later as sokuho_api_refused_no_descriptor_total.
+        let limit = DescriptorLimit.raiseSoftToHard()
+        if limit < configuration.descriptorsNeeded {
+            invocation.console.error("sokuho serve: warning: the descriptor limit is \(limit) and this configuration needs about \(configuration.descriptorsNeeded); "
+                                     + "raise it (LimitNOFILE= in the unit, ulimit -n) or the API will answer 503 when it runs out")
+        }
         let daemon: Daemon
         do { daemon = try Daemon(configuration: configuration) } catch {
             throw CLIError(.config, error.description)
