@@ -1,3 +1,4 @@
+import IO
 import DaemonConfiguration
 import Runtime
 import Crypto

@@ -1,6 +1,4 @@
 #if canImport(Glibc)
-import Cluster
-import DaemonConfiguration
 import Glibc
 #endif
 
@@ -13,9 +11,11 @@ public enum SystemdNotify {
     @discardableResult
     public static func send(_ state: String, environment: [String: String]) -> Bool {
         guard let path = environment["NOTIFY_SOCKET"], !path.isEmpty, path.utf8.count < 108 else { return false }
-        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
+        let descriptor: FileDescriptor
+        do throws(TransportError) {
+            descriptor = FileDescriptor(adopting: try Syscall.check("socket(AF_UNIX)") { socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) })
+        } catch { return false }
+        let fd = descriptor.rawValue
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         var bytes = Array(path.utf8)
@@ -25,9 +25,11 @@ public enum SystemdNotify {
         }
         let length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count)
         let message = Array(state.utf8)
-        let sent = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                message.withUnsafeBytes { sendto(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL), socketAddress, length) }
+        let sent = try? Syscall.transfer("sendto(NOTIFY_SOCKET)") {
+            withUnsafePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+                    message.withUnsafeBytes { sendto(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL), socketAddress, length) }
+                }
             }
         }
         return sent == message.count

@@ -1,5 +1,3 @@
-import Cluster
-import DaemonConfiguration
 import CSystem
 
 /// Whether the kernel considers the system clock synchronised (adjtimex): provider tokens and
@@ -22,9 +20,10 @@ public struct ClockStatus: Sendable, Equatable {
     /// buffer, but a return of -1 is reported as "not synchronised" rather than trusted.
     public static func current() -> ClockStatus {
         var buffer = timex()
-        let state = adjtimex(&buffer)
         // TIME_ERROR (5) means unsynchronised; STA_UNSYNC (0x0040) in status says the same.
-        guard state >= 0 else { return ClockStatus(synchronised: false, maximumErrorMicroseconds: nil) }
+        guard let state = try? Syscall.check("adjtimex", { adjtimex(&buffer) }) else {
+            return ClockStatus(synchronised: false, maximumErrorMicroseconds: nil)
+        }
         let unsynchronised = state == 5 || (buffer.status & 0x0040) != 0
         return ClockStatus(synchronised: !unsynchronised, maximumErrorMicroseconds: Int(buffer.maxerror))
     }
