@@ -25,6 +25,7 @@ public final class Daemon: Sendable {
                 router.answer(request)
             }
         } catch {
+            router.stopWorkers()
             throw ServiceError("listen: \(error)")
         }
         do { runtime = try Service(configuration: configuration) } catch {
