@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CSystem
 
 /// The systemd readiness protocol without libsystemd: one datagram ("READY=1", "STOPPING=1",
 /// "RELOADING=1") to the AF_UNIX socket named by `NOTIFY_SOCKET` (an abstract one when it starts
