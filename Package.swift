@@ -55,7 +55,7 @@ let package = Package(
         .target(name: "Cluster", dependencies: ["DaemonConfiguration", "IO", "JSONCore", "Redis", "TokenStore"]),
         // the runtime — the store, one warm AppRuntime per app, the event queue, reload, standby,
         // credential checks, metrics, the cluster's events and shard workers; nothing about HTTP;
-        .target(name: "Runtime", dependencies: ["APNs", "CSystem", "Cluster", "Crypto", "DaemonConfiguration", "Fanout", "HTTP2", "IO",
+        .target(name: "Runtime", dependencies: ["APNs", "Cluster", "Crypto", "DaemonConfiguration", "Fanout", "IO",
                                                 "JSONCore", "Redis", "Sender", "TokenStore", "Vocabulary"]),
         // and the daemon itself: the HTTP API (routes, status page — the only place HTTP status codes
         // live) put together with the runtime. openapi.json describes the API; SimulatorTests/OpenAPITests
@@ -65,7 +65,7 @@ let package = Package(
                 exclude: ["openapi.json"]),
         // Live Activity events from the token store: scan → starts per group → pool → outcomes →
         // store writes (checkpoints, pruning), plus the event's broadcasts and channels.
-        .target(name: "Fanout", dependencies: ["APNs", "Crypto", "HTTP2", "IO", "JSONCore", "Sender", "TokenStore", "Vocabulary"]),
+        .target(name: "Fanout", dependencies: ["APNs", "Crypto", "IO", "JSONCore", "Sender", "TokenStore", "Vocabulary"]),
         // The sending engine: connection pool, push jobs, retries, outcomes.
         .target(name: "Sender", dependencies: ["APNs", "IO", "HTTP2", "Crypto", "Vocabulary"]),
         // The APNs look-alike for tests, demo and benchmarks.

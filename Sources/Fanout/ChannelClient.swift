@@ -1,6 +1,5 @@
 import APNs
 import Crypto
-import HTTP2
 import IO
 import Sender
 import Synchronization

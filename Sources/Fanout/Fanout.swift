@@ -1,4 +1,3 @@
-import HTTP2
 import Sender
 import TokenStore
 

@@ -6,13 +6,6 @@ import Glibc
 /// hard one at start, as Go's runtime does: the soft default (1,024 on Debian) is a relic of
 /// select(2), which nothing here uses, and running out costs refused requests.
 public enum DescriptorLimit {
-    /// The soft and hard limits now.
-    public static func current() -> (soft: Int, hard: Int) {
-        var limit = rlimit()
-        guard getrlimit(RLIMIT_NOFILE_VALUE, &limit) == 0 else { return (0, 0) }
-        return (Int(clamping: limit.rlim_cur), Int(clamping: limit.rlim_max))
-    }
-
     /// Raises the soft limit to the hard one; returns the soft limit in force afterwards.
     @discardableResult
     public static func raiseSoftToHard() -> Int {

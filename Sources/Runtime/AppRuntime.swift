@@ -3,7 +3,6 @@ import DaemonConfiguration
 import APNs
 import Crypto
 import Fanout
-import HTTP2
 import Sender
 import Synchronization
 

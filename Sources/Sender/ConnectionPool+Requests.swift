@@ -57,6 +57,11 @@ extension ConnectionPool {
         public var succeeded: Bool { (200..<300).contains(status) }
         public var summary: String { failure ?? "\(status) \(reason?.name ?? "")" }
         public var response: Response { Response(status: status, headers: headers, body: body) }
+
+        /// A request that reached no outcome by its deadline (or whose pool shut down first).
+        static func noOutcome(within timeout: Duration) -> Answer {
+            Answer(outcome: .unknown, status: 0, headers: [], body: [], failure: "no outcome within \(timeout.seconds) s")
+        }
     }
 
     /// Sends `requests` on this pool (a kept one: the daemon's channel-host connection, an app's
@@ -96,9 +101,7 @@ extension ConnectionPool {
         let end = MonotonicInstant.now() + timeout + .seconds(1)
         return done.withLock {
             while result.withLock({ $0 }) == nil, done.wait(until: end) {}
-            return result.withLock { $0 } ?? requests.map { _ in
-                Answer(outcome: .unknown, status: 0, headers: [], body: [], failure: "no outcome within \(timeout.seconds) s")
-            }
+            return result.withLock { $0 } ?? requests.map { _ in .noOutcome(within: timeout) }
         }
     }
 
@@ -128,9 +131,7 @@ extension ConnectionPool {
 
     private static func answers(_ completed: [CompletedPush?], halt: String?, connection: TransportError?, timeout: Duration) -> [Answer] {
         completed.map { completed in
-            guard let completed else {
-                return Answer(outcome: .unknown, status: 0, headers: [], body: [], failure: "no outcome within \(timeout.seconds) s")
-            }
+            guard let completed else { return .noOutcome(within: timeout) }
             let kept = completed.kept
             var answer = Answer(outcome: completed.outcome, status: completed.status, reason: completed.reason,
                                 headers: kept?.headers ?? [], body: kept?.body ?? [])
@@ -209,7 +210,6 @@ final class OutstandingCalls: Sendable {
 
     func add(_ call: ConnectionPool.AnswerCollector) { calls.withLock { $0[ObjectIdentifier(call)] = call } }
     func remove(_ call: ConnectionPool.AnswerCollector) { _ = calls.withLock { $0.removeValue(forKey: ObjectIdentifier(call)) } }
-    var count: Int { calls.withLock { $0.count } }
 
     func abandonAll() {
         for call in calls.withLock({ calls in defer { calls.removeAll() }; return Array(calls.values) }) { call.abandon() }

@@ -21,7 +21,7 @@ public final class ConnectionPool: Sendable {
     let calls = OutstandingCalls()
     private let shutDown = Atomic<Bool>(false)
     /// Whether `shutdown` was called: nothing more is sent.
-    public var isShutDown: Bool { shutDown.load(ordering: .acquiring) }
+    var isShutDown: Bool { shutDown.load(ordering: .acquiring) }
 
     /// Throws when the loops cannot get their descriptors (the process is out of them): the caller
     /// refuses what needed the pool, the daemon goes on.
