@@ -10,6 +10,28 @@ package final class ClusterHealth: Sendable {
     private let state = Mutex<(connected: Bool, error: String?)>((false, "not connected yet"))
     /// Commands sent to Redis by this node (every link), for `/metrics` and the benchmark.
     package let commands = Atomic<Int>(0)
+    /// What `INFO persistence` said at the last (re)connect of any link; nil until one connected.
+    private let persistenceSeen = Mutex<RedisPersistence?>(nil)
+    /// Where a change of persistence is told (stderr under `sokuho serve`; set by the service).
+    package let log = Mutex<@Sendable (String) -> Void>({ _ in })
+
+    /// What the cluster's Redis said about its persistence (nil: not connected yet).
+    package var persistence: RedisPersistence? { persistenceSeen.withLock { $0 } }
+
+    /// The warning an operator must see while the cluster's Redis keeps no append-only file.
+    package var persistenceProblem: String? {
+        guard let persistence, !persistence.appendOnly else { return nil }
+        return "the cluster's Redis keeps no append-only file (INFO persistence: aof_enabled:0): if it restarts, events queued or being sent "
+            + "are lost (their phones are not sent to) and their GET answers state 'lost'; set 'appendonly yes' (README, Cluster)"
+    }
+
+    /// Records what a link read after connecting; a change is logged once, not per link.
+    package func observed(_ persistence: RedisPersistence) {
+        let previous = persistenceSeen.withLock { seen in defer { seen = persistence }; return seen }
+        guard previous?.appendOnly != persistence.appendOnly else { return }
+        let line = persistenceProblem.map { "cluster: warning: " + $0 } ?? "cluster: the cluster's Redis keeps an append-only file (aof_enabled:1)"
+        log.withLock { $0 }(line)
+    }
 
     package var connected: Bool { state.withLock { $0.connected } }
     /// The last failure, while disconnected.
@@ -71,6 +93,8 @@ package final class ClusterLink: @unchecked Sendable {
         }
         do {
             if let connection { try connection.reconnect() } else { connection = try RedisConnection(endpoint) }
+            // At every (re)connect: a Redis restarted with other settings says so here.
+            if let persistence = try? connection!.persistence() { health.observed(persistence) }
             return connection!
         } catch {
             health.failed(error)

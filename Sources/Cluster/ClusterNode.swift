@@ -40,6 +40,16 @@ package final class ClusterNode: Sendable {
         try apiLink.withLock { link throws(RedisError) -> T in try link.run(body) }
     }
 
+    /// Runs a read on the API thread's link, once more on a fresh connection when the first try
+    /// found it broken: a Redis that restarted since the last command breaks the kept connection,
+    /// and that must not make a GET say an event does not exist.
+    package func read<T: Sendable>(_ body: (RedisConnection) throws(RedisError) -> T) throws(RedisError) -> T {
+        do { return try api(body) } catch {
+            guard case .connectionLost = error else { throw error }
+            return try api(body)
+        }
+    }
+
     /// A new link for a thread that talks to Redis.
     package func link() -> ClusterLink { ClusterLink(endpoint: endpoint, health: health) }
 }
@@ -56,4 +66,8 @@ package final class ClusterCounters: Sendable {
     package let badEntries = Atomic<Int>(0)
     /// Events accepted while Redis was unreachable: run by this node alone.
     package let ranAlone = Atomic<Int>(0)
+    /// Events this node offered that Redis accepted and then lost while they could be sending.
+    package let eventsLost = Atomic<Int>(0)
+    /// Their ids (key/serial), so each is counted and logged once.
+    package let lostEvents = Mutex<Set<String>>([])
 }

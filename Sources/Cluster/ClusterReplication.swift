@@ -252,6 +252,8 @@ extension RegistrationReplication {
         writer.key("outbox"); writer.int(status?.outbox ?? 0)
         writer.key("applied"); if let applied = status?.applied { writer.string(applied) } else { writer.null() }
         writer.key("behind"); if let behind = status?.behind { writer.string(behind) } else { writer.null() }
+        writer.key("appendOnly"); if let persistence = node.health.persistence { writer.bool(persistence.appendOnly) } else { writer.null() }
+        writer.key("warning"); if let warning = node.health.persistenceProblem { writer.string(warning) } else { writer.null() }
         writer.endObject()
     }
 }

@@ -14,6 +14,8 @@ import Vocabulary
 extension Router {
     func submit(_ request: HTTPRequest, service: Service) -> HTTPResponse {
         switch service.submit(request.body) {
+        case let .refused(.clusterUnavailable, message):
+            return Self.clusterUnavailable(message)
         case let .refused(refusal, message):
             return .error(status: Self.status(of: refusal), code: refusal.code, message: message)
         case let .alreadySent(report):
@@ -85,8 +87,15 @@ extension Router {
         }
         let key = String(id[..<slash])
         guard let record = try? service.store.eventRecords(eventKey: key).serials.first(where: { $0.serial == serial }) else {
-            if let status = service.clusterStatus(key: key, serial: serial) { return .json(status) }
-            return .error(status: 404, code: "not_found", message: "no event '\(key)' serial \(serial)")
+            switch service.clusterStatus(key: key, serial: serial) {
+            case let .found(status)?:
+                return .json(status)
+            case let .unreachable(problem)?:
+                // Not 404: a backend reading 404 as "never accepted" would send the event again.
+                return Self.clusterUnavailable("the event's state is in the cluster's Redis, which this node cannot reach (\(problem)); ask again after Retry-After, or ask another node")
+            case .unknown?, nil:
+                return .error(status: 404, code: "not_found", message: "no event '\(key)' serial \(serial)")
+            }
         }
         var writer = JSONWriter()
         writer.beginObject()
@@ -111,11 +120,19 @@ extension Router {
         writer.endObject()
     }
 
+    /// 503 `cluster_unavailable` with Retry-After: the link to Redis backs off up to 5 s, and a
+    /// client that retries at once, as a 503 without it invites, only meets the same answer.
+    static func clusterUnavailable(_ message: String) -> HTTPResponse {
+        var response = HTTPResponse.error(status: 503, code: Service.Refusal.clusterUnavailable.code, message: message)
+        response.headers.append(("Retry-After", "2"))
+        return response
+    }
+
     /// The HTTP status of each refusal: the caller's mistake 400/409/422, the daemon's state 503.
     static func status(of refusal: Service.Refusal) -> Int {
         switch refusal {
         case .invalidEvent: 400
-        case .superseded, .conflict: 409
+        case .superseded, .conflict, .lost: 409
         case .unknownApp: 422
         case .standby, .clusterUnavailable, .storeUnavailable: 503
         }

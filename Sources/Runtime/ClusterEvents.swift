@@ -12,10 +12,12 @@ import Vocabulary
 /// and the nodes' `ShardWorkers` send the shards. Its report is the sum of its shards' reports,
 /// read from the ledger by whichever node is asked.
 ///
-/// Redis unreachable: the node runs the event alone from its own store, as a single node would
+/// Redis unreachable: the node runs a **new** key alone from its own store, as a single node would
 /// (counted in `sokuho_cluster_events_alone_total`; `/readyz` says the cluster is degraded). Its
 /// dedup is then this node's only: resubmitted once Redis is back, the same key and serial is
-/// recognised by this node's record (it answers from it), not by the other nodes'.
+/// recognised by this node's record (it answers from it), not by the other nodes'. A key this
+/// node offered to the cluster before is in doubt and refused until Redis answers
+/// (`ClusterAcceptances`).
 package enum ClusterEvents {
     /// A shard's report that says why it could not be sent (it counts as stopped).
     package static func errorReport(_ message: String) -> [UInt8] {
@@ -35,6 +37,19 @@ package enum ClusterEvents {
         total.seconds = reports.map(\.seconds).max() ?? 0
         total.runs = reports.map(\.runs).max() ?? 1
         return total
+    }
+
+    /// `GET /v1/events/{key}/{serial}` for a cluster event Redis accepted and no longer has.
+    package static func lostStatus(id: String, acceptedBy: String) -> [UInt8] {
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("id"); writer.string(id)
+        writer.key("state"); writer.string("lost")
+        writer.key("acceptedBy"); writer.string(acceptedBy)
+        writer.key("report"); writer.null()
+        writer.key("shards"); writer.beginArray(); writer.endArray()
+        writer.endObject()
+        return writer.bytes
     }
 
     /// `GET /v1/events/{key}/{serial}` for a cluster event: state, summed report, and each shard.
@@ -69,11 +84,38 @@ package enum ClusterEvents {
 }
 
 extension Service {
-    /// Offers a checked event to the cluster. Nil: Redis is unreachable — the caller runs it here.
+    /// Offers a checked event to the cluster. Nil: Redis was never reached and this node never
+    /// offered the key before — the caller runs it here alone. A key this node offered before
+    /// (`ClusterAcceptances`) is in doubt while Redis is away: refused, to be sent again.
     package func submitToCluster(_ event: FanoutEvent, bodyHash: [UInt8], cluster: ClusterNode) -> Submission? {
         let shards = cluster.settings.shards
         if event.key.utf8.count + ShardRecordKey.overhead > StoreLimits.maximumNameBytes {
             return .refused(.invalidEvent, message: "key: is \(event.key.utf8.count) bytes; in a cluster at most \(StoreLimits.maximumNameBytes - ShardRecordKey.overhead) (each shard's records add to it)")
+        }
+        // What this node asked of the cluster before, and its ask for this serial, written before
+        // the script is sent: a crash or a lost answer after it leaves the key in doubt, not free.
+        let known: [ClusterAcceptances.Record]
+        let askedAt = WallClock.milliseconds()
+        do {
+            known = try ClusterAcceptances.records(key: event.key, in: store)
+            if !known.contains(where: { $0.serial == event.serial }) {
+                try ClusterAcceptances.note(.asked, key: event.key, serial: event.serial, bodyHash: bodyHash, body: event.canonicalJSON, askedAt: askedAt, in: store)
+            }
+        } catch {
+            return .refused(.storeUnavailable, message: error.description)
+        }
+        // This serial again, which Redis said it had: if Redis has lost it since, the accept
+        // script would take it as new and send it a second time to every phone that got it.
+        if let earlier = known.first(where: { $0.serial == event.serial }), earlier.state != .asked {
+            let has: Bool
+            do { has = try cluster.read { connection throws(RedisError) in try connection.eventLedger(key: event.key, serial: event.serial) != nil } } catch {
+                return inDoubt(event, known: known, problem: error.description)
+            }
+            if !has {
+                noteLost(key: event.key, serial: event.serial, record: earlier, cluster: cluster)
+                return .refused(.lost, message: "serial: \(event.serial) of '\(event.key)' was accepted by the cluster, whose Redis has lost it since (restarted without an append-only file, or flushed); "
+                                    + "what it sent is not known. Send the event with a higher serial to reach the phones it missed (those it reached get it again)")
+            }
         }
         // A group with an auto channel creates its channel on first use: one node must do that, so
         // such an event is one shard (the node that takes it creates the channel for all of it).
@@ -81,7 +123,7 @@ extension Service {
         let accept = { () throws(RedisError) -> EventAcceptance in
             try cluster.api { connection throws(RedisError) in
                 try connection.acceptEvent(key: event.key, serial: event.serial, bodyHash: bodyHash, body: event.canonicalJSON, shards: count,
-                                           node: cluster.node, now: WallClock.milliseconds())
+                                           node: cluster.node, now: askedAt)
             }
         }
         let answer: EventAcceptance
@@ -90,13 +132,19 @@ extension Service {
         } catch {
             switch error {
             case .connectFailed:
-                return nil  // never reached Redis: nothing was recorded there, so this node runs it
+                // Never reached Redis: nothing of this ask was recorded there. A key this node
+                // never offered before runs here; one it did may be the cluster's already.
+                guard known.isEmpty else { return inDoubt(event, known: known, problem: error.description) }
+                do { try ClusterAcceptances.forget(key: event.key, in: store) } catch {
+                    return .refused(.storeUnavailable, message: error.description)
+                }
+                return nil
             case .connectionLost:
                 // Sent, then the connection broke: Redis may have accepted it. Asking again on a new
                 // connection answers `same` if it did — and running it here as well could send it twice.
                 do { answer = try accept() } catch {
                     return .refused(.clusterUnavailable, message: "the connection to the cluster's Redis broke while it took the event (\(error.description)); it may have been accepted: "
-                                        + "send the same event again (same key, serial and body) — it is sent at most once")
+                                        + "send the same event again (same key, serial and body) once Redis answers — it is sent at most once; until then this node refuses the key")
                 }
             default:
                 return .refused(.clusterUnavailable, message: "the cluster's Redis refused the event: \(error.description)")
@@ -104,14 +152,13 @@ extension Service {
         }
         let id = EventQueue.id(key: event.key, serial: event.serial)
         switch answer {
-        case .new:
-            return .acceptedByCluster(id: id)
-        case let .superseded(higher):
-            return .refused(.superseded, message: "serial: \(event.serial) is older than serial \(higher) of '\(event.key)', already accepted by the cluster; send a higher serial")
-        case .conflict:
-            return .refused(.conflict, message: "serial: \(event.serial) of '\(event.key)' was already accepted by the cluster with a different body; give new content a higher serial")
-        case .same:
-            if let ledger = try? cluster.api({ connection throws(RedisError) in try connection.eventLedger(key: event.key, serial: event.serial) }),
+        case .new, .same:
+            do { try ClusterAcceptances.note(.accepted, key: event.key, serial: event.serial, bodyHash: bodyHash, body: event.canonicalJSON,
+                                             askedAt: known.first { $0.serial == event.serial }?.askedAt ?? askedAt, in: store) } catch {
+                // Redis has it and will send it; only this node's memory of it failed.
+                logLine("cluster: event '\(event.key)' serial \(event.serial) accepted, but this node could not note it in its store: \(error.description)")
+            }
+            if answer == .same, let ledger = try? cluster.read({ connection throws(RedisError) in try connection.eventLedger(key: event.key, serial: event.serial) }),
                ledger.isDone {
                 var report = ClusterEvents.sum(ledger.shards.compactMap { $0.report.flatMap(FanoutReport.init(json:)) })
                 report.eventKey = event.key
@@ -119,14 +166,71 @@ extension Service {
                 return .alreadySent(report)
             }
             return .acceptedByCluster(id: id)
+        case let .superseded(higher):
+            return .refused(.superseded, message: "serial: \(event.serial) is older than serial \(higher) of '\(event.key)', already accepted by the cluster; send a higher serial")
+        case .conflict:
+            return .refused(.conflict, message: "serial: \(event.serial) of '\(event.key)' was already accepted by the cluster with a different body; give new content a higher serial")
         }
     }
 
-    /// The cluster's view of an event, or nil when there is no cluster, Redis is unreachable, or
-    /// the cluster does not know the event.
-    package func clusterStatus(key: String, serial: UInt32) -> [UInt8]? {
+    /// The refusal of a key this node offered to the cluster before, while Redis cannot be reached.
+    private func inDoubt(_ event: FanoutEvent, known: [ClusterAcceptances.Record], problem: String) -> Submission {
+        let accepted = known.contains { $0.state != .asked }
+        let what = accepted ? "the cluster accepted serial(s) \(known.map(\.serial).sorted().map(String.init).joined(separator: ", ")) of this key from this node"
+            : "this node offered this key to the cluster and did not learn whether it was accepted"
+        return .refused(.clusterUnavailable, message: "key '\(event.key)' is in doubt: \(what), and the cluster's Redis cannot be reached (\(problem)). "
+                            + "Running it here alone could send it a second time: send the same event again after Retry-After; it runs once Redis answers")
+    }
+
+    /// The cluster's view of an event, as `GET /v1/events/{key}/{serial}` gives it.
+    package enum ClusterStatus {
+        /// The ledger's status JSON (also for an event Redis lost: state `lost`).
+        case found([UInt8])
+        /// Redis answered and knows nothing of it, nor does this node.
+        case unknown
+        /// Redis cannot be reached: whether the event exists is not known here.
+        case unreachable(String)
+    }
+
+    /// The cluster's view of an event; nil without a cluster.
+    package func clusterStatus(key: String, serial: UInt32) -> ClusterStatus? {
         guard let cluster else { return nil }
-        let ledger = try? cluster.api { connection throws(RedisError) in try connection.eventLedger(key: key, serial: serial) }
-        return ledger.flatMap { $0 }.map { ClusterEvents.status(id: EventQueue.id(key: key, serial: serial), ledger: $0) }
+        let id = EventQueue.id(key: key, serial: serial)
+        let ledger: EventLedgerEntry?
+        do { ledger = try cluster.read { connection throws(RedisError) in try connection.eventLedger(key: key, serial: serial) } } catch {
+            return .unreachable(error.description)
+        }
+        if let ledger { return .found(ClusterEvents.status(id: id, ledger: ledger)) }
+        // Redis does not have it. If it said it had it, it lost it.
+        guard let record = try? ClusterAcceptances.records(key: key, in: store).first(where: { $0.serial == serial }), record.state != .asked,
+              WallClock.milliseconds() < record.askedAt + UInt64(RedisConnection.eventRetention.milliseconds) else {
+            return .unknown
+        }
+        if record.state == .accepted { noteLost(key: key, serial: serial, record: record, cluster: cluster) }
+        return .found(ClusterEvents.lostStatus(id: id, acceptedBy: cluster.node))
+    }
+
+    /// An event Redis accepted and no longer has: its unsent phones were never sent. Noted in the
+    /// store (GET answers `lost`), logged and counted once per node and event — counted and
+    /// logged only while it could still have been sending (a finished event's record expiring
+    /// from a flushed Redis lost no phone).
+    package func noteLost(key: String, serial: UInt32, record: ClusterAcceptances.Record, cluster: ClusterNode) {
+        guard cluster.counters.lostEvents.withLock({ $0.insert(EventQueue.id(key: key, serial: serial)).inserted }) else { return }
+        try? ClusterAcceptances.note(.lost, key: key, serial: serial, bodyHash: [], body: record.body, askedAt: record.askedAt, in: store)
+        guard WallClock.milliseconds() < record.sendingUntil + 60_000 else { return }
+        cluster.counters.eventsLost.add(1, ordering: .relaxed)
+        logLine("cluster: event '\(key)' serial \(serial) is lost: the cluster's Redis no longer has it (restarted without an append-only file, or flushed) "
+                    + "while it could still be sending; phones it had not sent to got nothing. Send it again with a higher serial to reach them")
+    }
+
+    /// After Redis lost its data (its event stream vanished): every event it accepted from this
+    /// node that could still be sending is looked up, and those it no longer has are noted lost.
+    package func checkAcceptedEvents(cluster: ClusterNode, link: ClusterLink) {
+        guard let accepted = try? ClusterAcceptances.accepted(in: store) else { return }
+        let now = WallClock.milliseconds()
+        for (key, record) in accepted where now < record.sendingUntil + 60_000 {
+            guard let known = try? link.run({ connection throws(RedisError) in try connection.eventLedger(key: key, serial: record.serial) != nil }) else { return }
+            if !known { noteLost(key: key, serial: record.serial, record: record, cluster: cluster) }
+        }
     }
 }

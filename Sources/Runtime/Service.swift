@@ -106,6 +106,8 @@ public final class Service: Sendable {
     public func start() {
         startCredentialChecks(every: configuration.credentialCheckInterval)
         startFollowingBackup()
+        // Before any thread of the cluster connects: its first INFO persistence is told.
+        cluster?.health.log.withLock { $0 = { [weak self] line in self?.logLine(line) } }
         replication?.start { [weak self] line in self?.logLine(line) }
         if !isStandby { startShardWorkers() }
     }
@@ -158,9 +160,10 @@ public final class Service: Sendable {
 
     /// Events accepted by an earlier run but not finished (a crash, a restart): queued again, so
     /// a 202 is never lost. Their deadline still runs from when they were accepted. A cluster
-    /// shard's records are not: its shard is still pending in the cluster, and resumes from there.
+    /// shard's records are not: its shard is still pending in the cluster, and resumes from there;
+    /// nor is what this node remembers of offering an event to the cluster (`ClusterAcceptances`).
     package func resume(_ pending: [EventSerialRecord]) {
-        for record in pending where ShardRecordKey.eventKey(of: record.eventKey) == nil {
+        for record in pending where ShardRecordKey.eventKey(of: record.eventKey) == nil && !AcceptanceRecordKey.isAcceptance(record.eventKey) {
             guard let event = try? FanoutEvent(json: record.body), let runtime = app(event.app, event.environment) else { continue }
             _ = events.submit(event, app: runtime)
         }
@@ -180,6 +183,8 @@ public final class Service: Sendable {
     /// Why an event was refused, in the runtime's terms (the API gives each its HTTP status).
     package enum Refusal: Sendable {
         case standby, invalidEvent, unknownApp, superseded, conflict, clusterUnavailable, storeUnavailable
+        /// The cluster accepted this serial and its Redis has lost it since (`ClusterAcceptances`).
+        case lost
 
         /// The stable `error.code` of the API's answer (README, openapi.json).
         package var code: String {
@@ -191,6 +196,7 @@ public final class Service: Sendable {
             case .conflict: "serial_conflict"
             case .clusterUnavailable: "cluster_unavailable"
             case .storeUnavailable: "store_unavailable"
+            case .lost: "event_lost"
             }
         }
     }

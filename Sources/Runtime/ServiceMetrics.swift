@@ -142,5 +142,11 @@ package final class ServiceMetrics: Sendable {
         }
         text.family("sokuho_cluster_events_alone_total", .counter, help: "Events this node accepted while Redis was unreachable and ran alone.")
         text.sample("sokuho_cluster_events_alone_total", node, counters.ranAlone.load(ordering: .relaxed))
+        text.family("sokuho_cluster_events_lost_total", .counter, help: "Events this node offered that the cluster's Redis accepted and then lost (a restart without an append-only file) while they could still be sending.")
+        text.sample("sokuho_cluster_events_lost_total", node, counters.eventsLost.load(ordering: .relaxed))
+        if let persistence = cluster.health.persistence {
+            text.family("sokuho_cluster_redis_append_only", .gauge, help: "1 when the cluster's Redis keeps an append-only file (INFO persistence aof_enabled); 0: queued events are lost if it restarts.")
+            text.sample("sokuho_cluster_redis_append_only", node, persistence.appendOnly ? 1 : 0)
+        }
     }
 }

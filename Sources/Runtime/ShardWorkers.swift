@@ -10,6 +10,7 @@ import IO
 import JSONCore
 import Synchronization
 import TokenStore
+import Vocabulary
 
 /// The threads that send this node's share of the cluster's events. Each takes one shard at a
 /// time from the stream `sokuho:events` through the consumer group, in this order:
@@ -88,7 +89,13 @@ package final class ShardWorkers: @unchecked Sendable {
                 guard let entry = next else { continue }
                 if let retry = try send(entry, link: link, takenOver: takenOver) { skipUntil[entry.id] = MonotonicInstant.now() + retry }
             } catch {
-                if error.serverCode == "NOGROUP" { groupReady = false }  // the stream was deleted (a Redis flushed or replaced)
+                if error.serverCode == "NOGROUP" {
+                    // The stream was deleted: a Redis flushed, replaced or restarted without its
+                    // data. The shards queued there are gone; the events this node offered are
+                    // looked up, and those Redis no longer has are noted lost.
+                    groupReady = false
+                    service?.checkAcceptedEvents(cluster: cluster, link: link)
+                }
                 usleep(200_000)
             }
         }
@@ -129,9 +136,14 @@ package final class ShardWorkers: @unchecked Sendable {
         let report = run(body: body, key: key, serial: serial, shard: shard, keeper: keeper, unrecorded: unrecorded, link: link)
         keeper.stop()
         if let lost = keeper.lostReason {
-            // Not acknowledged: whoever holds the lease next resumes it from its checkpoint.
+            // Not acknowledged: whoever holds the lease next resumes it from its checkpoint —
+            // unless Redis lost the event itself (no ledger): then nobody will, and it is said so.
             cluster.counters.abandoned.add(1, ordering: .relaxed)
             service?.logLine("cluster: stopped sending shard \(shard) of '\(key)' serial \(serial): \(lost)")
+            if let service, (try? link.run({ connection throws(RedisError) in try connection.eventLedger(key: key, serial: serial) != nil })) == false {
+                let record = ClusterAcceptances.Record(serial: serial, state: .accepted, askedAt: WallClock.milliseconds(), body: body)
+                service.noteLost(key: key, serial: serial, record: record, cluster: cluster)
+            }
             return nil
         }
         if let problem = unrecorded.value {

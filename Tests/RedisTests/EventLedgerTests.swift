@@ -8,9 +8,9 @@ import Testing
     static let body = Array(#"{"key":"eew-1"}"#.utf8)
     static let hash = Array(repeating: UInt8(7), count: 32)
 
-    @Test("An event is accepted once across nodes: the same body again is 'same', another body a conflict, an older serial superseded")
-    func dedupAcrossNodes() throws {
-        let server = try RedisServerFixture()
+    @Test("An event is accepted once across nodes: the same body again is 'same', another body a conflict, an older serial superseded", arguments: RedisServerFixture.Server.allCases)
+    func dedupAcrossNodes(_ kind: RedisServerFixture.Server) throws {
+        let server = try RedisServerFixture(kind)
         defer { server.stop() }
         let nodeA = try server.connect()
         let nodeB = try server.connect()
@@ -32,9 +32,9 @@ import Testing
         #expect(try nodeB.eventLedger(key: "eew-1", serial: 9) == nil)
     }
 
-    @Test("A shard's owner, report and checkpoints take only the highest fencing token: a holder that was taken over writes nothing")
-    func fencing() throws {
-        let server = try RedisServerFixture()
+    @Test("A shard's owner, report and checkpoints take only the highest fencing token: a holder that was taken over writes nothing", arguments: RedisServerFixture.Server.allCases)
+    func fencing(_ kind: RedisServerFixture.Server) throws {
+        let server = try RedisServerFixture(kind)
         defer { server.stop() }
         let old = try server.connect()
         let new = try server.connect()

@@ -3,9 +3,9 @@ import RedisTestSupport
 import Testing
 
 @Suite(.serialized) struct LeaseTests {
-    @Test("A lease has one holder at a time, and its fencing token grows with every acquisition")
-    func oneHolder() throws {
-        let server = try RedisServerFixture()
+    @Test("A lease has one holder at a time, and its fencing token grows with every acquisition", arguments: RedisServerFixture.Server.allCases)
+    func oneHolder(_ kind: RedisServerFixture.Server) throws {
+        let server = try RedisServerFixture(kind)
         defer { server.stop() } // also keeps the server alive to the end: ARC may end it after its last use
         let nodeA = try server.connect()
         let nodeB = try server.connect()
@@ -27,9 +27,9 @@ import Testing
         #expect(try nodeA.currentLease("prune") == second)
     }
 
-    @Test("An expired lease goes to another node, and the old holder's extend and release fail")
-    func expiry() throws {
-        let server = try RedisServerFixture()
+    @Test("An expired lease goes to another node, and the old holder's extend and release fail", arguments: RedisServerFixture.Server.allCases)
+    func expiry(_ kind: RedisServerFixture.Server) throws {
+        let server = try RedisServerFixture(kind)
         defer { server.stop() } // also keeps the server alive to the end: ARC may end it after its last use
         let nodeA = try server.connect()
         let nodeB = try server.connect()
@@ -49,9 +49,9 @@ import Testing
         #expect(try nodeB.extendLease(new, for: .seconds(10)))
     }
 
-    @Test("SET NX PX sets a key only when absent, and it expires")
-    func setIfAbsent() throws {
-        let server = try RedisServerFixture()
+    @Test("SET NX PX sets a key only when absent, and it expires", arguments: RedisServerFixture.Server.allCases)
+    func setIfAbsent(_ kind: RedisServerFixture.Server) throws {
+        let server = try RedisServerFixture(kind)
         defer { server.stop() } // also keeps the server alive to the end: ARC may end it after its last use
         let redis = try server.connect()
         #expect(try redis.set("k", Array("one".utf8), onlyIfAbsent: true, expiresAfter: .milliseconds(600)))

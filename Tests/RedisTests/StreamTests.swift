@@ -5,9 +5,9 @@ import Testing
 /// Streams and consumer groups against a real redis-server. Serialized: each test starts its own
 /// server, and several tests wait for idle times on purpose.
 @Suite(.serialized) struct StreamTests {
-    @Test("An entry added with XADD is read once through the group and acknowledged with XACK")
-    func roundTrip() throws {
-        let server = try RedisServerFixture()
+    @Test("An entry added with XADD is read once through the group and acknowledged with XACK", arguments: RedisServerFixture.Server.allCases)
+    func roundTrip(_ kind: RedisServerFixture.Server) throws {
+        let server = try RedisServerFixture(kind)
         defer { server.stop() } // also keeps the server alive to the end: ARC may end it after its last use
         let redis = try server.connect()
         #expect(try redis.createGroup("nodes", on: "s", startingAt: "0") == true)
@@ -38,9 +38,9 @@ import Testing
         #expect(try redis.range(of: "s", from: "(\(first)").map(\.id) == [second])
     }
 
-    @Test("A group that does not exist is a server error naming XREADGROUP, not a retryable one")
-    func noGroup() throws {
-        let server = try RedisServerFixture()
+    @Test("A group that does not exist is a server error naming XREADGROUP, not a retryable one", arguments: RedisServerFixture.Server.allCases)
+    func noGroup(_ kind: RedisServerFixture.Server) throws {
+        let server = try RedisServerFixture(kind)
         defer { server.stop() } // also keeps the server alive to the end: ARC may end it after its last use
         let redis = try server.connect()
         try redis.add(to: "s", fields(["k": "v"]))
@@ -51,9 +51,9 @@ import Testing
         try redis.ping() // an error reply leaves the connection usable
     }
 
-    @Test("XADD with MAXLEN ~ keeps the stream near its bound")
-    func trimming() throws {
-        let server = try RedisServerFixture()
+    @Test("XADD with MAXLEN ~ keeps the stream near its bound", arguments: RedisServerFixture.Server.allCases)
+    func trimming(_ kind: RedisServerFixture.Server) throws {
+        let server = try RedisServerFixture(kind)
         defer { server.stop() } // also keeps the server alive to the end: ARC may end it after its last use
         let redis = try server.connect()
         for index in 0..<1000 { try redis.add(to: "s", fields(["n": "\(index)"]), maxLength: 50) }
@@ -64,9 +64,9 @@ import Testing
         #expect(last?.text("n") == "999")
     }
 
-    @Test("Two consumers in one group share the entries without overlap")
-    func twoConsumers() throws {
-        let server = try RedisServerFixture()
+    @Test("Two consumers in one group share the entries without overlap", arguments: RedisServerFixture.Server.allCases)
+    func twoConsumers(_ kind: RedisServerFixture.Server) throws {
+        let server = try RedisServerFixture(kind)
         defer { server.stop() } // also keeps the server alive to the end: ARC may end it after its last use
         let a = try server.connect()
         let b = try server.connect()
@@ -91,9 +91,9 @@ import Testing
         #expect(pending.consumers == ["a": Int64(seenByA.count), "b": Int64(seenByB.count)])
     }
 
-    @Test("A consumer that dies without XACK leaves its entries to another through XAUTOCLAIM after the idle time")
-    func autoClaim() throws {
-        let server = try RedisServerFixture()
+    @Test("A consumer that dies without XACK leaves its entries to another through XAUTOCLAIM after the idle time", arguments: RedisServerFixture.Server.allCases)
+    func autoClaim(_ kind: RedisServerFixture.Server) throws {
+        let server = try RedisServerFixture(kind)
         defer { server.stop() } // also keeps the server alive to the end: ARC may end it after its last use
         let survivor = try server.connect()
         try survivor.createGroup("g", on: "events")
@@ -118,9 +118,9 @@ import Testing
         #expect(try survivor.pending(on: "events", group: "g").count == 0)
     }
 
-    @Test("XAUTOCLAIM reports pending entries that trimming removed as deleted")
-    func autoClaimTrimmed() throws {
-        let server = try RedisServerFixture()
+    @Test("XAUTOCLAIM reports pending entries that trimming removed as deleted", arguments: RedisServerFixture.Server.allCases)
+    func autoClaimTrimmed(_ kind: RedisServerFixture.Server) throws {
+        let server = try RedisServerFixture(kind)
         defer { server.stop() } // also keeps the server alive to the end: ARC may end it after its last use
         let redis = try server.connect()
         try redis.createGroup("g", on: "events")
@@ -136,9 +136,9 @@ import Testing
 /// Plain XREAD (no group: every node reads the whole registration stream) and the XINFO STREAM
 /// figures a reader uses to tell that entries it never read were trimmed away.
 @Suite(.serialized) struct StreamReadTests {
-    @Test("XREAD gives every reader the entries after its id, waits for new ones, and XINFO STREAM counts what trimming removed")
-    func readAfterAndHead() throws {
-        let server = try RedisServerFixture()
+    @Test("XREAD gives every reader the entries after its id, waits for new ones, and XINFO STREAM counts what trimming removed", arguments: RedisServerFixture.Server.allCases)
+    func readAfterAndHead(_ kind: RedisServerFixture.Server) throws {
+        let server = try RedisServerFixture(kind)
         defer { server.stop() } // also keeps the server alive to the end: ARC may end it after its last use
         let redis = try server.connect()
         #expect(try redis.head(of: "s") == nil, "no stream yet")

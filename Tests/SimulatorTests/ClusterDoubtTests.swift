@@ -1,0 +1,145 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import JSONCore
+import RedisTestSupport
+import Testing
+
+/// "Once" when Redis misbehaves (issue 22): a node runs a **new** key alone while Redis is away, but
+/// never a key it offered to the cluster before — the cluster may have it, and the phones would get
+/// two starts. Each case on Debian's redis-server and on Valkey 8; one simulator counts every phone.
+@Suite(.serialized) struct ClusterDoubtTests {
+    typealias Daemon = ServeTests.Daemon
+
+    @Test(arguments: RedisServerFixture.Server.allCases)
+    func aRetriedSubmissionWhoseFirstAnswerWasLostEndsAsOneRun(_ kind: RedisServerFixture.Server) throws {
+        let redis = try RedisServerFixture(kind)
+        let proxy = try TCPProxy(to: redis.port)
+        defer { proxy.close() }
+        let scenario = try FanoutScenario()
+        let phones = ClusterEventTests.phones(450)
+        let storeB = scenario.directory + "/store-b"
+        try scenario.register(phones)
+        try scenario.register(phones, into: storeB)
+        // Node a reaches Redis through the proxy, node b directly.
+        let a = try Daemon(scenario, extra: ClusterEventTests.cluster(proxy.port, node: "a", claimSeconds: 2), name: "a")
+        let b = try Daemon(scenario, extra: ClusterEventTests.cluster(redis.port, node: "b", claimSeconds: 2), store: storeB, name: "b")
+        defer { _ = a.stop(); _ = b.stop() }
+        let event = ClusterEventTests.start(key: "eew-lost-reply")
+        // A first event through node a: its link to Redis is up when the answers stop coming.
+        #expect(a.curl("POST", "/v1/events", body: ClusterEventTests.start(key: "eew-warm")).status == 202)
+        _ = try ClusterEventTests.waitForClusterEvent(a, "/v1/events/eew-warm/1")
+
+        // Redis takes the event; its answer never comes back.
+        proxy.cutReplies()
+        let first = a.exchange("POST", "/v1/events", body: event)
+        #expect(first.status == 503 && first.body.contains("cluster_unavailable"), "\(first.status) \(first.body)")
+        #expect(first.header("Retry-After") != nil, "a 503 says when to come back")
+        // Done as the 503 says, while Redis refuses connections: refused again, not run alone
+        // (which the node did before, while the other node sent what Redis had recorded).
+        proxy.refuse()
+        usleep(500_000)
+        let again = a.exchange("POST", "/v1/events", body: event)
+        #expect(again.status == 503 && again.body.contains("in doubt") && again.header("Retry-After") != nil, "\(again.status) \(again.body)")
+        // Its state is not "not found" either: the node cannot know.
+        #expect(a.curl("GET", "/v1/events/eew-lost-reply/1").status == 503)
+
+        // Node b sends what Redis recorded (the shards a's workers may hold are taken over).
+        let status = try ClusterEventTests.waitForClusterEvent(b, "/v1/events/eew-lost-reply/1", seconds: 90)
+        #expect(status["state"]?.stringValue == "done", "\(status)")
+
+        // Redis reachable again: the same submission is recognised, and nothing runs twice.
+        proxy.heal()
+        let afterwards = try Self.submitUntilAnswered(a, event)
+        #expect(afterwards.status == 200 || afterwards.status == 202, "\(afterwards.status) \(afterwards.body)")
+        _ = try ClusterEventTests.waitForClusterEvent(a, "/v1/events/eew-lost-reply/1", seconds: 30)
+        usleep(500_000)
+        // Two events: each phone two starts, no more.
+        let pushes = ClusterEventTests.pushesPerPhone(scenario)
+        #expect(pushes.count == 450, "\(450 - pushes.count) phones without a start")
+        #expect(pushes.values.filter { $0 < 2 }.isEmpty, "\(pushes.values.filter { $0 < 2 }.count) phones missed a start")
+        #expect(pushes.values.filter { $0 > 2 }.isEmpty, "\(pushes.values.filter { $0 > 2 }.count) phones with a second start of one event")
+        #expect(a.metric(#"sokuho_cluster_events_alone_total{node="a"}"#) == 0)
+    }
+
+    @Test(arguments: RedisServerFixture.Server.allCases)
+    func aFinishedClusterEventIsNeitherSentAgainNorUnknownWhileRedisIsAway(_ kind: RedisServerFixture.Server) throws {
+        // With an append-only file, as the README asks: the restart keeps the ledger.
+        let redis = try RedisServerFixture(kind, extraArguments: ["--appendonly", "yes", "--appendfsync", "always"])
+        let scenario = try FanoutScenario()
+        try scenario.register(ClusterEventTests.phones(228))
+        let daemon = try Daemon(scenario, extra: ClusterEventTests.cluster(redis.port, node: "a"))
+        defer { _ = daemon.stop() }
+        let event = ClusterEventTests.start(key: "eew-finished")
+        #expect(daemon.curl("POST", "/v1/events", body: event).status == 202)
+        _ = try ClusterEventTests.waitForClusterEvent(daemon, "/v1/events/eew-finished/1")
+        let ready = try JSONParser.parse(daemon.curl("GET", "/readyz").body)
+        #expect(ready["cluster"]?["appendOnly"]?.boolValue == true && ready["cluster"]?["warning"] == .null, "\(ready)")
+        #expect(daemon.metric(#"sokuho_cluster_redis_append_only{node="a"}"#) == 1)
+
+        redis.stop()
+        for _ in 0..<2 {
+            let resent = daemon.exchange("POST", "/v1/events", body: event)
+            #expect(resent.status == 503 && resent.body.contains("in doubt") && resent.header("Retry-After") != nil, "\(resent.status) \(resent.body)")
+            let read = daemon.exchange("GET", "/v1/events/eew-finished/1")
+            #expect(read.status == 503 && read.body.contains("cluster_unavailable") && read.header("Retry-After") != nil, "\(read.status) \(read.body)")
+        }
+        // A key this node never offered still runs alone: a warning must go out during an outage.
+        #expect(daemon.curl("POST", "/v1/events", body: ClusterEventTests.start(key: "eew-new-during-outage")).status == 202)
+        _ = try daemon.waitForEvent("/v1/events/eew-new-during-outage/1")
+
+        try redis.start()
+        // The first read after the restart meets the node's broken connection; it is asked again.
+        let read = daemon.curl("GET", "/v1/events/eew-finished/1")
+        #expect(read.status == 200 && read.body.contains(#""state":"done""#), "\(read.status) \(read.body)")
+        let resent = daemon.curl("POST", "/v1/events", body: event)
+        #expect(resent.status == 200 && resent.body.contains(#""alreadySent":true"#), "\(resent.status) \(resent.body)")
+        let pushes = ClusterEventTests.pushesPerPhone(scenario)
+        #expect(pushes.count == 228 && pushes.values.allSatisfy { $0 == 2 }, "each phone one start per event: \(Set(pushes.values))")
+    }
+
+    @Test(arguments: RedisServerFixture.Server.allCases)
+    func aRedisWithoutPersistenceIsFlaggedAndAnEventItLosesIsSaidToBeLost(_ kind: RedisServerFixture.Server) throws {
+        let nodes = try ClusterEventTests.TwoNodes(kind, phones: ClusterFailureTests.phoneCount, latency: .milliseconds(40))
+        let (redis, scenario, a, b) = (nodes.redis, nodes.scenario, nodes.a, nodes.b)
+        defer { _ = a.stop(); _ = b.stop() }
+        let ready = try JSONParser.parse(a.curl("GET", "/readyz").body)
+        #expect(ready["cluster"]?["appendOnly"]?.boolValue == false, "\(ready)")
+        #expect(ready["cluster"]?["warning"]?.stringValue?.contains("appendonly yes") == true, "\(ready)")
+        #expect(a.metric(#"sokuho_cluster_redis_append_only{node="a"}"#) == 0)
+        #expect(a.child.stderr.contains("keeps no append-only file"), "\(a.child.stderr)")
+
+        #expect(a.curl("POST", "/v1/events", body: ClusterEventTests.start(key: "eew-forgotten")).status == 202)
+        try ClusterFailureTests.waitForRunningShard(a, "/v1/events/eew-forgotten/1", node: "b")
+        try redis.restart()  // empty: the ledger, the queued shards and the leases are gone
+
+        // The accepting node says so on the event's URL, in its log and in its metrics.
+        let deadline = now() + 30
+        var state = ""
+        while now() < deadline, state != "lost" {
+            state = (try? JSONParser.parse(a.curl("GET", "/v1/events/eew-forgotten/1").body))?["state"]?.stringValue ?? ""
+            usleep(100_000)
+        }
+        #expect(state == "lost")
+        #expect(try ClusterEventTests.specProblems(a, "GET", "/v1/events/eew-forgotten/1").isEmpty)
+        let lost = (a.metric(#"sokuho_cluster_events_lost_total{node="a"}"#) ?? 0) + (b.metric(#"sokuho_cluster_events_lost_total{node="b"}"#) ?? 0)
+        #expect(lost >= 1)
+        #expect((a.child.stderr + b.child.stderr).contains("'eew-forgotten' serial 1 is lost"), "\(a.child.stderr)\n\(b.child.stderr)")
+        // The same submission is not taken as new: it would start every phone that got it again.
+        let resent = a.curl("POST", "/v1/events", body: ClusterEventTests.start(key: "eew-forgotten"))
+        #expect(resent.status == 409 && resent.body.contains("event_lost"), "\(resent.status) \(resent.body)")
+        let (_, doubled, _) = ClusterFailureTests.coverage([scenario])
+        #expect(doubled <= ClusterFailureTests.inFlightBound, "\(doubled) phones got two starts")
+    }
+
+    /// POSTs `body` until it is not 503 (the node's link to Redis backs off up to 5 s after an outage).
+    static func submitUntilAnswered(_ daemon: Daemon, _ body: String) throws -> (status: Int, body: String) {
+        let deadline = now() + 20
+        var answer = daemon.curl("POST", "/v1/events", body: body)
+        while answer.status == 503, now() < deadline {
+            usleep(250_000)
+            answer = daemon.curl("POST", "/v1/events", body: body)
+        }
+        return answer
+    }
+}
