@@ -40,9 +40,10 @@ struct StartCheckpoints {
 
     /// While waiting for the last answers: queued to the store's writer and not waited for (a
     /// failure here is covered by the next one or the final record), and journaled without a
-    /// say: nothing more is sent.
-    func whileSettling(_ progress: [StartProgress]) {
-        try? store.submit(progress.map { .putStartProgress($0) }, durable: false) { _ in }
+    /// say: nothing more is sent. `written` runs once the store has it (or could not take it: the
+    /// room it gives back must not leak either way).
+    func whileSettling(_ progress: [StartProgress], written: @escaping @Sendable () -> Void) {
+        do { try store.submit(progress.map { .putStartProgress($0) }, durable: false) { _ in written() } } catch { written() }
         for checkpoint in progress { _ = journal?.record(checkpoint) }
     }
 

@@ -7,8 +7,8 @@ extension EventRun {
     /// then the start passes, group by group in priority order. Returns once the last chunk is
     /// with the pool (or the run was told to stop); the answers are the settle phase's.
     func send(_ admitted: Admitted, starts: Starts, channels: Channels) throws(FanoutError) -> Sending {
-        let maximumInFlight = options.maximumInFlight ?? max(64, 2 * options.pool.connections * options.pool.streamsPerConnection)
-        let books = try books(plans: starts.plans, maximumInFlight: maximumInFlight)
+        let pool = try pool()
+        let books = try books(plans: starts.plans, gate: pool.handOut)
         // Every push group reports to this event's sink, so the pool may be shared with other events.
         var pushes: [EventPushes] = []
         for group in event.groups {
@@ -16,7 +16,6 @@ extension EventRun {
                                                  timestamp: admitted.clock.timestamp, expiration: admitted.clock.expiration,
                                                  deadline: admitted.clock.deadline, sink: books.sink))
         }
-        let pool = try pool()
         let samples = RunSamples(start: runStart, sink: books.sink, progress: options.progress)
 
         // Updates and ends: one broadcast per distinct channel (iOS 18; in a cluster by the
@@ -30,7 +29,7 @@ extension EventRun {
         let tally = try TokenTally.rebuilt(for: event, plans: books.plans, records: admitted.starts, options: options, store: store)
         let scanStarted = MonotonicInstant.now()
         let scanner = StartScanner(event: event, store: store, pool: pool, sink: books.sink, pushes: pushes, plans: books.plans, tally: tally,
-                                   startLimit: options.startLimit, maximumInFlight: maximumInFlight, deadline: admitted.clock.deadline,
+                                   startLimit: options.startLimit, gate: pool.handOut, deadline: admitted.clock.deadline,
                                    urgent: options.urgent, checkpoints: checkpoints) {
             samples.sample()
         }
@@ -43,14 +42,14 @@ extension EventRun {
 
     /// The sink and what its job ids name: per plan a scan window and a slot for starts and one
     /// for fallbacks (tracked by the plan's window), per group a slot for activity updates.
-    private func books(plans: [StartPlan], maximumInFlight: Int) throws(FanoutError)
+    private func books(plans: [StartPlan], gate: HandOutGate) throws(FanoutError)
         -> (sink: FanoutSink, plans: [StartPlan], updateSlots: [Int]) {
         var slots: [PushSlot] = []
         var windows: [ScanWindow] = []
         var numbered: [StartPlan] = []
         for var plan in plans {
             plan.window = windows.count
-            windows.append(ScanWindow(topic: plan.group.topic, capacity: max(16_384, 4 * maximumInFlight), completed: plan.resumeFrom))
+            windows.append(ScanWindow(topic: plan.group.topic, capacity: max(16_384, 4 * gate.limit), completed: plan.resumeFrom))
             plan.startSlot = slots.count
             slots.append(PushSlot(purpose: .start, group: plan.group.index, window: plan.window, kind: .pushToStart))
             plan.fallbackSlot = slots.count
@@ -62,7 +61,7 @@ extension EventRun {
             return slots.count - 1
         }
         let log = try options.logPath.map { (path) throws(FanoutError) in try AuditLog(path: path) }
-        let sink = FanoutSink(slots: slots, windows: windows, groupTopics: event.groups.map(\.topic), log: log)
+        let sink = FanoutSink(slots: slots, windows: windows, groupTopics: event.groups.map(\.topic), log: log, gate: gate)
         return (sink, numbered, updateSlots)
     }
 }

@@ -10,11 +10,15 @@ extension EventRun {
         let sink = sending.sink, scanner = sending.scanner
         var lastCheckpoint = sending.scanStarted
         let waitLimit = max(.seconds(5), deadline - MonotonicInstant.now() + options.pool.requestTimeout)
+        let gate = sending.pool.handOut
         sink.waitUntilSettled(timeout: waitLimit) {
             sending.samples.sample()
-            if MonotonicInstant.now() - lastCheckpoint >= .seconds(1) {
+            // Every second — and at once while another run on the pool waits for the room this
+            // run's recorded answers give back (the sink wakes this wait every `nudgeEvery` answers).
+            if MonotonicInstant.now() - lastCheckpoint >= .seconds(1) || gate.hasWaiters {
                 lastCheckpoint = MonotonicInstant.now()
-                checkpoints.whileSettling(scanner.checkpoint())
+                let (progress, released) = scanner.checkpoint()
+                checkpoints.whileSettling(progress) { gate.release(released) }
             }
         }
         sending.samples.sample()

@@ -47,6 +47,8 @@ final class EventRun {
         let starts = planStarts(admitted)
         let channels = try channels(creating: !starts.plans.isEmpty, client: client)
         let sending = try send(admitted, starts: starts, channels: channels)
+        // However the run ends, the room its answers hold in the pool's gate goes back.
+        defer { sending.sink.detachFromGate() }
         let settled = try settle(sending, deadline: admitted.clock.deadline)
         return try record(admitted, channels: channels, sending: sending, settled: settled)
     }

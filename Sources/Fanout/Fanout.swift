@@ -19,8 +19,6 @@ public struct FanoutOptions: Sendable {
     public var keepChannels = false
     /// `--log FILE`: one JSON line per push.
     public var logPath: String?
-    /// Pushes handed to the pool and not yet answered, at most (nil: twice the pool's streams).
-    public var maximumInFlight: Int?
     /// A long-lived pool to send through (the daemon's warm connections, shared by its events);
     /// nil: the run opens its own from `pool` and closes it at the end.
     public var sharedPool: ConnectionPool?

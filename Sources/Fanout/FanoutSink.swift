@@ -56,6 +56,20 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
     private var retries = 0
     private let log: AuditLog?
     private let groupTopics: [String]
+    /// The pool's gate (`HandOutGate`). An answered start or fallback (the pushes a window tracks)
+    /// gives its room back only once a checkpoint recording its answer is written
+    /// (`takeAnswers`, `handOut`): so the gate bounds, over every run on the pool, what is handed
+    /// out and not recorded as answered — what a crash leaves unknown.
+    private let gate: HandOutGate
+    /// Answered pushes whose room is not given back yet (not yet in a written checkpoint).
+    private var unreleased = 0
+    /// Set when the run is over: a late answer gives its room back at once (nothing records it).
+    private var detached = false
+    /// Every this many unreleased answers, a producer waiting on the gate (this run's or
+    /// another's) and this run's own waits are woken, so the answers get recorded and their room
+    /// given back without waiting for a timeout.
+    private let nudgeEvery: Int
+    private var nudged = false
 
     /// The circuit breaker: within a group's first `breakerSample` answers, more than
     /// `breakerFraction` of them being BadDeviceToken/DeviceTokenNotForTopic (and at least
@@ -64,8 +78,10 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
     static let breakerFraction = 0.05
     static let breakerMinimum = 10
 
-    init(slots: [PushSlot], windows: [ScanWindow], groupTopics: [String], log: AuditLog?) {
+    init(slots: [PushSlot], windows: [ScanWindow], groupTopics: [String], log: AuditLog?, gate: HandOutGate) {
         self.slots = slots
+        self.gate = gate
+        nudgeEvery = max(1, gate.batch / 4)
         self.windows = windows
         self.groupTopics = groupTopics
         self.log = log
@@ -80,8 +96,17 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
         let slot = slots[Int(push.id >> PushSlot.sequenceBits)]
         let sequence = push.id & ((1 << PushSlot.sequenceBits) - 1)
         let now = MonotonicInstant.now()
+        var releaseNow = false, nudge = false
         lock.withLock {
             inFlight -= 1
+            if slot.window != nil {
+                if detached {
+                    releaseNow = true
+                } else {
+                    unreleased += 1
+                    if unreleased >= nudgeEvery && !nudged { nudged = true; nudge = true; lock.broadcast() }
+                }
+            }
             if firstAnswer == nil { firstAnswer = now }
             lastAnswer = now
             if let window = slot.window { windows[window].answer(sequence) }
@@ -91,6 +116,8 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
             record(push, slot: slot)
             if inFlight <= wakeAt { lock.broadcast() }
         }
+        if releaseNow { gate.release(1) }
+        if nudge { gate.nudgeWaiters() }
         log?.write(push, group: groupTopics[slot.group])
     }
 
@@ -200,24 +227,67 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
         case waited(answersSinceCheckpoint: Int, tripped: StopReason?)
     }
 
-    /// Whether `window` has room for `entries` more targets and the pool for `sends` more pushes
-    /// (within `maximumInFlight`, unless nothing is in flight); if not, waits until answers bring
-    /// in-flight down to half of it, or 200 ms.
-    func waitForRoom(in window: Int, entries: Int, sends: Int, maximumInFlight: Int) -> Room {
+    /// Whether `window` has room for `entries` more targets; if not, waits until an answer, or
+    /// 200 ms. (Room on the pool is the pool's `HandOutGate`, shared with the other runs on it.)
+    func waitForRoom(in window: Int, entries: Int) -> Room {
         lock.withLock {
-            guard !windows[window].hasRoom(for: entries) || (sends > 0 && inFlight + sends > maximumInFlight && inFlight > 0) else {
-                return .ready
-            }
-            wakeAt = maximumInFlight / 2
+            guard !windows[window].hasRoom(for: entries) else { return .ready }
+            wakeAt = max(0, inFlight - 1)
             lock.wait(until: MonotonicInstant.now() + .milliseconds(200))
             return .waited(answersSinceCheckpoint: windows[window].answersSinceCheckpoint, tripped: tripped)
         }
     }
 
+    /// The window's answers since its last checkpoint, and the breaker (while waiting on the gate).
+    func waited(in window: Int) -> Room {
+        lock.withLock { .waited(answersSinceCheckpoint: windows[window].answersSinceCheckpoint, tripped: tripped) }
+    }
+
+    /// What a producer writes to give the gate back the room of its answers: the checkpoints of
+    /// every window with answers its last checkpoint lacks (a group the scan has left may still be
+    /// answered: a takeover must not count those unknown), plus `including`'s; and how many answers
+    /// they cover — to `release` once they are written.
+    struct Answers {
+        var checkpoints: [(window: Int, checkpoint: ScanWindow.Checkpoint)] = []
+        var released = 0
+    }
+
+    /// The checkpoints to write and the answers they cover (see `Answers`). One lock.
+    func takeAnswers(including: [Int] = []) -> Answers {
+        lock.withLock { takeAnswersLocked(besides: nil, including: including) }
+    }
+
+    private func takeAnswersLocked(besides excluded: Int?, including: [Int]) -> Answers {
+        var answers = Answers()
+        for index in windows.indices where index != excluded && (windows[index].answersSinceCheckpoint > 0 || including.contains(index)) {
+            answers.checkpoints.append((index, windows[index].takeCheckpoint()))
+        }
+        answers.released = unreleased
+        unreleased = 0
+        nudged = false
+        return answers
+    }
+
+    /// The run is over: the room of every answer not given back yet goes back now, and a late
+    /// answer's at once. Idempotent.
+    func detachFromGate() {
+        let count = lock.withLock { () -> Int in
+            detached = true
+            defer { unreleased = 0 }
+            return unreleased
+        }
+        gate.release(count)
+    }
+
+    deinit {
+        // A run that ended by an error before `detachFromGate` (every answer has come by now).
+        gate.release(unreleased)
+    }
+
     /// Enters a chunk's targets into `window` and appends the pushes among them to `jobs`,
     /// counted in flight; returns the window's checkpoint, which covers them (written before they
-    /// go out). One lock for the whole chunk.
-    func handOut(_ chunk: [ChunkTarget], window: Int, into jobs: inout [PushJob]) -> ScanWindow.Checkpoint {
+    /// go out), and the other windows' new answers (`takeAnswers`). One lock for the whole chunk.
+    func handOut(_ chunk: [ChunkTarget], window: Int, into jobs: inout [PushJob]) -> (checkpoint: ScanWindow.Checkpoint, others: Answers) {
         lock.withLock {
             for target in chunk {
                 let sequence = windows[window].append(target.entry)
@@ -227,7 +297,8 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
                 }
             }
             noteSending(jobs.count)
-            return windows[window].takeCheckpoint()
+            let checkpoint = windows[window].takeCheckpoint()
+            return (checkpoint, takeAnswersLocked(besides: window, including: []))
         }
     }
 

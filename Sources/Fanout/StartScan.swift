@@ -25,7 +25,8 @@ final class StartScanner {
     let plans: [StartPlan]
     var tally: TokenTally
     let startLimit: Int?
-    let maximumInFlight: Int
+    /// The pool's bound on what every run on it has handed out unanswered (`HandOutGate`).
+    let gate: HandOutGate
     /// After this the event sends nothing more (nil: no deadline).
     let deadline: MonotonicInstant
     /// Whether the pushes overtake other events' queued pushes on a shared pool.
@@ -40,15 +41,16 @@ final class StartScanner {
     /// Called at least every 200 ms while waiting (checkpoints, progress, samples).
     let tick: () -> Void
 
-    /// Targets read from the store per batch; pushes handed to the pool per chunk (each chunk
-    /// first records how far the scan got: the write-ahead that bounds duplicates after a crash).
+    /// Targets read from the store per batch; targets per chunk (each chunk first records how far
+    /// the scan got: the write-ahead that bounds duplicates after a crash). A chunk's pushes are at
+    /// most the gate's batch.
     static let scanBatch = 4096
     static let chunk = 2048
     /// Answers after which a wait for room checkpoints (besides every second).
     static let checkpointAnswers = 1000
 
     init(event: FanoutEvent, store: TokenStore, pool: ConnectionPool, sink: FanoutSink, pushes: [EventPushes], plans: [StartPlan],
-         tally: TokenTally, startLimit: Int?, maximumInFlight: Int, deadline: MonotonicInstant, urgent: Bool,
+         tally: TokenTally, startLimit: Int?, gate: HandOutGate, deadline: MonotonicInstant, urgent: Bool,
          checkpoints: StartCheckpoints, tick: @escaping () -> Void) {
         self.event = event
         self.store = store
@@ -58,7 +60,7 @@ final class StartScanner {
         self.plans = plans
         self.tally = tally
         self.startLimit = startLimit
-        self.maximumInFlight = maximumInFlight
+        self.gate = gate
         self.deadline = deadline
         self.urgent = urgent
         self.checkpoints = checkpoints
@@ -161,28 +163,38 @@ final class StartScanner {
     private func add(_ target: ChunkTarget, window: Int) throws(FanoutError) {
         pending.append(target)
         if target.group != nil { pendingSends += 1 }
-        // A chunk sends at most half the in-flight window: `flush` makes room for all of its
-        // sends at once, so a bigger one would put more than the window in flight (and, after a
-        // kill, make all of it unknown). The very first push goes out at once: an earthquake
-        // warning's first phone should not wait for a chunk to fill.
-        if pending.count >= Self.chunk || pendingSends >= max(1, maximumInFlight / 2) || (!sentAny && target.group != nil) {
+        // A chunk sends at most the gate's batch: `flush` takes the gate's room for all of its
+        // sends at once. The very first push goes out at once: an earthquake warning's first
+        // phone should not wait for a chunk to fill.
+        if pending.count >= Self.chunk || pendingSends >= gate.batch || (!sentAny && target.group != nil) {
             try flush(window: window)
         }
     }
 
-    /// Hands the pending targets to the window and their pushes to the pool: waits for room,
-    /// records the scan position first (so a crash cannot hide a sent push), then sends. A long
-    /// wait checkpoints what was answered meanwhile (every second or `checkpointAnswers`) and keeps
-    /// waiting: what is in flight never exceeds the window, so neither do the unknowns after a kill.
+    /// Hands the pending targets to the window and their pushes to the pool: waits for room in
+    /// the window and in the pool's gate, records the scan position and every window's new
+    /// answers first (so a crash can hide neither a sent push nor an answered one), then sends.
+    /// While it waits, its answers are recorded as they come (every `nudgeEvery`, a second, or
+    /// `checkpointAnswers`), each checkpoint giving their room in the gate back: what the pool's
+    /// runs have handed out and not recorded as answered never exceeds the gate, so neither do the
+    /// unknowns after a kill.
     func flush(window: Int) throws(FanoutError) {
         guard !pending.isEmpty else { return }
         let sends = pendingSends
-        while stopped == nil,
-              case let .waited(answers, tripped) = sink.waitForRoom(in: window, entries: pending.count, sends: sends, maximumInFlight: maximumInFlight) {
+        var admitted = sends == 0
+        while stopped == nil && !admitted {
+            var room = sink.waitForRoom(in: window, entries: pending.count)
+            if case .ready = room {
+                if gate.acquire(sends, until: MonotonicInstant.now() + .milliseconds(200)) { admitted = true; break }
+                // Woken with no room yet: this run's answers go on record, and their room back.
+                try recordAnswers()
+                room = sink.waited(in: window)
+            }
+            guard case let .waited(answers, tripped) = room else { continue }
             if let tripped { stopped = tripped }
             checkShouldStop()
             if MonotonicInstant.now() - lastCheckpoint >= .seconds(1) || answers >= Self.checkpointAnswers {
-                try write(progress(of: window, sink.checkpoints(of: [window])[0]))
+                try recordAnswers(including: [window])
                 tick()
                 lastCheckpoint = MonotonicInstant.now()
             }
@@ -191,12 +203,17 @@ final class StartScanner {
         // it (a cluster's next lease holder), so no phone is lost or doubled.
         var jobs: [PushJob] = []
         var progress: StartProgress?
-        if !cancelled {
+        var others = FanoutSink.Answers()
+        if !cancelled, admitted {
             jobs.reserveCapacity(sends)
-            progress = self.progress(of: window, sink.handOut(pending, window: window, into: &jobs))
+            let handed = sink.handOut(pending, window: window, into: &jobs)
+            progress = self.progress(of: window, handed.checkpoint)
+            others = handed.others
         }
+        if admitted, jobs.count < sends { gate.release(sends - jobs.count) }
         pending.removeAll(keepingCapacity: true)
         pendingSends = 0
+        try write(others)
         try write(progress)
         if !jobs.isEmpty {
             sentAny = true
@@ -205,6 +222,17 @@ final class StartScanner {
         if let halt = pool.haltMessage { stopped = .poolHalted(halt) }
         if let reason = sink.breakerTrip() { stopped = reason }
         if MonotonicInstant.now() - lastCheckpoint >= .seconds(1) { tick(); lastCheckpoint = MonotonicInstant.now() }
+    }
+
+    /// Writes the checkpoints of every window with answers not yet on record (and `including`'s),
+    /// then gives those answers' room in the gate back.
+    private func recordAnswers(including: [Int] = []) throws(FanoutError) {
+        try write(sink.takeAnswers(including: including))
+    }
+
+    private func write(_ answers: FanoutSink.Answers) throws(FanoutError) {
+        for (window, checkpoint) in answers.checkpoints { try write(progress(of: window, checkpoint)) }
+        gate.release(answers.released)
     }
 
     private func checkShouldStop() {
@@ -223,10 +251,11 @@ final class StartScanner {
         }
     }
 
-    /// The started passes' progress as the store keeps it, read together.
-    func checkpoint() -> [StartProgress] {
-        let started = plans.filter { startedWindows.contains($0.window) }
-        return zip(started, sink.checkpoints(of: started.map(\.window))).compactMap { progress(of: $0.window, $1) }
+    /// The started passes' progress as the store keeps it, read together, and the answers they
+    /// record (their room in the gate goes back once these are written: `settle`).
+    func checkpoint() -> (progress: [StartProgress], released: Int) {
+        let answers = sink.takeAnswers(including: plans.filter { startedWindows.contains($0.window) }.map(\.window))
+        return (answers.checkpoints.compactMap { progress(of: $0.window, $0.checkpoint) }, answers.released)
     }
 
     /// A window's progress as the store keeps it (nil: its pass has not started).

@@ -19,6 +19,8 @@ public final class ConnectionPool: Sendable {
     private let nextLoop = Atomic<Int>(0)
     /// Request calls (`submit`) waiting for their answers.
     let calls = OutstandingCalls()
+    /// What the fan-outs on this pool may have handed out unanswered, together (`HandOutGate`).
+    public let handOut: HandOutGate
     private let shutDown = Atomic<Bool>(false)
     /// Whether `shutdown` was called: nothing more is sent.
     var isShutDown: Bool { shutDown.load(ordering: .acquiring) }
@@ -27,6 +29,7 @@ public final class ConnectionPool: Sendable {
     /// refuses what needed the pool, the daemon goes on.
     public init(configuration: PoolConfiguration, sink: PushOutcomeSink? = nil) throws(TransportError) {
         state = PoolState(connections: configuration.connections)
+        handOut = HandOutGate(connections: configuration.connections, streamsPerConnection: configuration.streamsPerConnection)
         let threadCount = max(1, min(configuration.threads, configuration.connections))
         var loops: [EventLoop] = []
         var senders: [LoopSender] = []

@@ -209,9 +209,10 @@ import Testing
 @Suite(.serialized) struct ClusterFailureTests {
     typealias Daemon = ServeTests.Daemon
     static let phoneCount = 12_000
-    /// What one node can have handed out and not yet seen answered when it dies: its two shard
-    /// workers' in-flight windows (2 × connections × streams = 400 each) plus a chunk each.
-    static let inFlightBound = 2 * (400 + 200)
+    /// What one node can have handed out and not yet seen answered when it dies: its app pool's
+    /// `HandOutGate`, shared by its two shard workers — the wire (2 connections × 100 streams)
+    /// plus a batch of a quarter of it.
+    static let inFlightBound = 2 * 100 + 50
 
     /// Waits until `node`'s name owns a running shard of the event, per `observer`'s status.
     static func waitForRunningShard(_ observer: Daemon, _ path: String, node: String) throws {

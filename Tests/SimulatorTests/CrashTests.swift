@@ -20,11 +20,12 @@ import Testing
     static let ineligibleCount = 200
     /// Kills at k accepted pushes, k spread over the run (besides one before any push).
     static let killsDuringRun = 10
-    /// 1 connection × 32 streams: `Fanout`'s window is max(64, 2 × 1 × 32) = 64 pushes in flight.
+    /// 1 connection × 32 streams: the pool's `HandOutGate` lets 32 + 16 (the wire and the smallest
+    /// batch) be handed out unanswered.
     static let connections = 1
     static let streams = 32
-    static let inFlightWindow = 64
-    /// Slow enough answers (64 in flight / 100 ms ≈ 640 pushes/s) that ten kills land inside a
+    static let inFlightWindow = 32 + 16
+    /// Slow enough answers (32 on the wire / 100 ms ≈ 320 pushes/s) that ten kills land inside a
     /// 2,000-phone run, fast enough that the suite stays short.
     static let latency: Duration = .milliseconds(100)
 

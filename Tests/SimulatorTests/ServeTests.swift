@@ -18,7 +18,7 @@ import Testing
 
         /// `extra`: more members of the configuration object, each with a leading comma.
         /// `keyID`: another than the simulator's makes every request's provider token invalid.
-        /// `connections`, `streams`: the app's pool (its in-flight window is 2 × connections × streams, at least 64).
+        /// `connections`, `streams`: the app's pool (its starts handed out unanswered: connections × streams plus a quarter, `HandOutGate`).
         /// `store`, `name`: another store and configuration file than the scenario's, for a second
         /// node of a cluster on the same simulator (the file is named after the store unless named).
         init(_ scenario: FanoutScenario, statusPage: Bool = true, keyID: String = SimulatorCertificates.keyID, extra: String = "",
