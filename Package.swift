@@ -20,8 +20,10 @@ let package = Package(
         .systemLibrary(name: "CSystem", path: "Sources/CSystem"),
 
         // Below every other module: the words they all spell the same way — `Hex` (the one digit
-        // table; JSON's \u00XX, tokens, digests, %XX), `WallClock` (the one CLOCK_REALTIME read) and
-        // `UUIDText` (the one UUID layout). Its own target because JSONCore and APNs need hex and
+        // table; JSON's \u00XX, tokens, digests, %XX), `WallClock` (the one CLOCK_REALTIME read),
+        // `UUIDText` (the one UUID layout) and `DeviceToken` (the one token type, with every token
+        // length bound: APNs', the store's, the simulator's, FCM's — every token user depends on
+        // it, so each is written once). Its own target because JSONCore and APNs need hex and
         // Crypto needs the clock, and none of them may depend on IO, HTTP or each other's concerns.
         .target(name: "Vocabulary"),
         // JSON without Foundation: a strict parser, an ordered writer (payloads, CLI output) and the
@@ -43,7 +45,7 @@ let package = Package(
         // a server with its loop on its own thread. Every libevent pointer stays inside. No routes.
         .target(name: "HTTPAPI", dependencies: ["CLibEvent", "CSystem", "IO", "JSONCore"]),
         // The LMDB token store.
-        // APNs: for DeviceToken.maximumByteCount, the one bound on a token's length. IO: the checked
+        // Vocabulary: `DeviceToken.storedAPNsByteCount`, the store's bound on a token. IO: the checked
         // system calls (`Syscall`) and `ConditionLock` of its writer thread and queue.
         .target(name: "TokenStore", dependencies: ["CLMDB", "JSONCore", "APNs", "IO", "Vocabulary"]),
         // The command line: one table-driven parser, one file per sub-command.
@@ -86,7 +88,7 @@ let package = Package(
                     exclude: ["BadInputs"]),
         // The API server against a real HTTP/1.1 client: curl.
         .testTarget(name: "HTTPAPITests", dependencies: ["HTTPAPI"]),
-        .testTarget(name: "APNsTests", dependencies: ["APNs", "JSONCore"]),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "JSONCore", "Vocabulary"]),
         .testTarget(name: "VocabularyTests", dependencies: ["Vocabulary"]),
         .testTarget(name: "SenderTests", dependencies: ["Sender", "Simulator", "IO", "HTTP2", "Crypto", "APNs", "Vocabulary"]),
         // Keys, JWTs and certificates checked against independent implementations (openssl, Python).

@@ -1,3 +1,5 @@
+import Vocabulary
+
 /// A device push (`POST /3/device/<token>`) without its token: push type, topic, priority,
 /// expiration, collapse ID, optional `apns-id`, and the body. Built and checked once per group of
 /// tokens that get the same push; the header list is made once here, so sending to each token only

@@ -1,6 +1,7 @@
 import APNs
 import Sender
 import TokenStore
+import Vocabulary
 
 extension EventRun {
     /// One broadcast per distinct channel of the event's groups, on the event's pool (broadcasts
@@ -34,7 +35,7 @@ extension EventRun {
         var jobs: [PushJob] = []
         for activity in activities {
             let group = activity.topic.flatMap { topic in event.groups.first { $0.topic == topic } } ?? first
-            guard let token = DeviceTokenBytes(bytes: activity.updateToken), let push = pushes[group.index].activityUpdate else { continue }
+            guard let token = DeviceToken(bytes: activity.updateToken), let push = pushes[group.index].activityUpdate else { continue }
             if let shard = event.shard, !activity.updateToken.withUnsafeBytes({ shard.contains(TokenTally.hash(kind: 0, token: $0)) }) {
                 continue
             }

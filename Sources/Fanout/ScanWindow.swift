@@ -1,4 +1,5 @@
 import Sender
+import Vocabulary
 
 /// The targets of one topic scan between the last checkpointed position and the scan's head, in
 /// scan order: which are still waiting for APNs and which have their answer. What a checkpoint
@@ -11,7 +12,7 @@ import Sender
 /// allocates nothing per target. Only the fan-out's lock guards it.
 struct ScanWindow {
     struct Entry {
-        var token = DeviceTokenBytes()
+        var token = DeviceToken()
         var minLevel: UInt8 = 0
         /// The kind byte as the topic index stores it (with the broadcast flag).
         var kindByte: UInt8 = 0

@@ -100,7 +100,7 @@ final class StartScanner {
                 let broadcast = batch.broadcast[index]
                 let tokenSlice = batch.token(at: index)
                 guard let (token, hash) = tokenSlice.withUnsafeBytes({ raw in
-                    DeviceTokenBytes(raw).map { ($0, TokenTally.hash(kind: kind.rawValue, token: raw)) }
+                    DeviceToken(raw).map { ($0, TokenTally.hash(kind: kind.rawValue, token: raw)) }
                 }) else { continue }
                 if let shard = event.shard, !shard.contains(hash) { continue }  // another shard's phone
                 var entry = ScanWindow.Entry(token: token, minLevel: minLevel, kindByte: kind.rawValue | (broadcast ? 0x80 : 0), hash: hash)

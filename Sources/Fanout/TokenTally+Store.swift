@@ -57,7 +57,7 @@ extension TokenTally {
                 if let done = progress.doneLevel, minLevel <= done { continue }
                 let kind = batch.kinds[index]
                 let tokenSlice = batch.token(at: index)
-                guard let token = DeviceTokenBytes(bytes: tokenSlice) else { continue }
+                guard let token = DeviceToken(bytes: tokenSlice) else { continue }
                 let entry = ScanWindow.Entry(token: token, minLevel: minLevel, kindByte: kind.rawValue | (batch.broadcast[index] ? 0x80 : 0))
                 guard ScanWindow.precedesOrEquals(ScanWindow.position(of: entry), progress.submitted) else { return }
                 tokenSlice.withUnsafeBytes { body(TokenTally.hash(kind: kind.rawValue, token: $0), kind) }

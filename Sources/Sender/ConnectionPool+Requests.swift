@@ -2,6 +2,7 @@ import APNs
 import HTTP2
 import IO
 import Synchronization
+import Vocabulary
 
 /// A few requests on one connection, through the same pool, connection rules and classifier as a
 /// fan-out's pushes: what `sokuho send`, `sokuho channels` and an event's broadcasts and channel
@@ -83,7 +84,7 @@ extension ConnectionPool {
                                   pathPrefix: request.path, method: request.method, deadline: deadline,
                                   resendUnknown: request.resendUnknown, keepsAnswer: true, sink: collector)
             // An empty token: the path is the prefix alone.
-            return PushJob(token: DeviceTokenBytes(), group: group, id: UInt64(index))
+            return PushJob(token: DeviceToken(), group: group, id: UInt64(index))
         })
     }
 

@@ -6,6 +6,7 @@ import Crypto
 import HTTP2
 import IO
 import Synchronization
+import Vocabulary
 
 /// The sending engine of one event-loop thread: owns its connections, pulls jobs from its queue,
 /// submits them as stream capacity frees up, and turns every response or failure into a retry, a
@@ -219,7 +220,7 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
                 continue
             }
             let prefix = job.group.pathPrefix
-            if prefix.count + 2 * DeviceTokenBytes.capacity > pathCapacity { growPathBuffer(to: prefix.count + 2 * DeviceTokenBytes.capacity) }
+            if prefix.count + 2 * DeviceToken.capacity > pathCapacity { growPathBuffer(to: prefix.count + 2 * DeviceToken.capacity) }
             let length = prefix.withUnsafeBufferPointer { p -> Int in
                 pathBuffer.update(from: p.baseAddress!, count: p.count)
                 return p.count + job.token.writeHex(to: pathBuffer + p.count)

@@ -1,9 +1,10 @@
 import APNs
 import HTTP2
+import Vocabulary
 /// One push waiting or in flight: a token and a reference to its group. A value type kept in
 /// preallocated rings and tables, so moving it around allocates nothing.
 public struct PushJob: Sendable {
-    public var token: DeviceTokenBytes
+    public var token: DeviceToken
     public var group: PushGroup
     /// Caller's identifier, returned with the outcome (e.g. a row in the store).
     public var id: UInt64
@@ -19,7 +20,7 @@ public struct PushJob: Sendable {
     /// Monotonic ns of the first submission (latency is measured from here; 0: not yet sent).
     var firstSubmitted: UInt64 = 0
 
-    public init(token: DeviceTokenBytes, group: PushGroup, id: UInt64) {
+    public init(token: DeviceToken, group: PushGroup, id: UInt64) {
         self.token = token
         self.group = group
         self.id = id
@@ -28,7 +29,7 @@ public struct PushJob: Sendable {
 
 /// A push's end, as an outcome sink sees it.
 public struct CompletedPush: Sendable {
-    public let token: DeviceTokenBytes
+    public let token: DeviceToken
     public let id: UInt64
     public let group: PushGroup
     public let outcome: PushOutcome

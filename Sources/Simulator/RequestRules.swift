@@ -29,7 +29,7 @@ enum RequestRules {
             guard !token.isEmpty else { throw Refusal(reason: .missingDeviceToken) }
             guard token.count % 2 == 0, token.allSatisfy({ Hex.value($0) != nil }) else { throw Refusal(reason: .badDeviceToken) }
             guard token.count >= minimumTokenHexDigits else {
-                throw Refusal(reason: .badDeviceToken, detail: "\(token.count / 2) bytes; a device token has at least 32")
+                throw Refusal(reason: .badDeviceToken, detail: "\(token.count / 2) bytes; a device token has at least \(DeviceToken.issuedAPNsByteCount)")
             }
             let lowercase = token.allSatisfy { $0 < 65 || $0 > 70 }
             let text = String(Substring(token))
@@ -62,13 +62,14 @@ enum RequestRules {
 
     private static let devicePrefix = Array("/3/device/".utf8)
 
-    /// The shortest token the simulator takes: 32 bytes (64 hex digits). APNS.md §6: "Don't assume
-    /// a device token length." Device tokens are 32 bytes today and push-to-start / update tokens
-    /// can be longer; nothing says how Apple answers a shorter one. The simulator assumes APNs
-    /// answers BadDeviceToken below today's 32 bytes (UNCONFIRMED; the stricter choice), so a
-    /// sender that truncates tokens, or a test that pushes to an 8-byte stand-in, fails here.
-    /// (The sender sets no minimum, as Apple advises; only the peer refuses.)
-    static let minimumTokenHexDigits = 64
+    /// The shortest token the simulator takes: `DeviceToken.issuedAPNsByteCount` (32 bytes, 64 hex
+    /// digits), written there with every other token bound. APNS.md §6: "Don't assume a device
+    /// token length." Device tokens are 32 bytes today and push-to-start / update tokens can be
+    /// longer; nothing says how Apple answers a shorter one. The simulator assumes APNs answers
+    /// BadDeviceToken below today's 32 bytes (UNCONFIRMED; the stricter choice), so a sender that
+    /// truncates tokens, or a test that pushes to an 8-byte stand-in, fails here. (The sender sets
+    /// no minimum, as Apple advises; only the peer refuses.)
+    static var minimumTokenHexDigits: Int { 2 * DeviceToken.issuedAPNsByteCount }
 
     /// Headers that must not repeat (DuplicateHeaders).
     static func checkDuplicates(_ headers: [(name: String, value: String)]) throws(Refusal) {

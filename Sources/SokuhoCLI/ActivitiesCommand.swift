@@ -52,7 +52,7 @@ enum ActivitiesCommand {
         let environment = Environment(rawValue: try invocation.choice("--environment", ["sandbox", "production"]) ?? "sandbox")!
         let token: DeviceToken
         do { token = try DeviceToken(hex: tokenText) } catch { throw CLIError.data("--token: \(error.description)") }
-        guard let bytes = Hex.decode(token.hex) else { throw CLIError.data("--token: not hexadecimal") }
+        let bytes = token.withBytes { Array($0) }
         let now = WallClock.milliseconds()
         let activity = ActivityRecord(id: activityID, app: app, environment: environment, updateToken: bytes, eventKey: eventKey, startedAt: now,
                                       topic: invocation.string("--topic"))

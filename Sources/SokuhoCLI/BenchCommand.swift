@@ -187,7 +187,7 @@ enum BenchCommand {
         let pool: ConnectionPool
         do { pool = try ConnectionPool(configuration: configuration) } catch { fatalError("sokuho bench: cannot start the pool: \(error)") }
         defer { pool.shutdown() }
-        var template = DeviceTokenBytes(bytes: [UInt8](repeating: 0xA5, count: 32))!
+        var template = DeviceToken(bytes: [UInt8](repeating: 0xA5, count: DeviceToken.issuedAPNsByteCount))!
 
         let cpuStart = CPUUsage.seconds()
         let start = MonotonicInstant.now()

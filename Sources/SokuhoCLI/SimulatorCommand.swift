@@ -5,6 +5,7 @@ import APNs
 import Crypto
 import JSONCore
 import Simulator
+import Vocabulary
 
 /// `sokuho simulator`: the APNs look-alike on loopback, for tests, the demo and benchmarks.
 enum SimulatorCommand {

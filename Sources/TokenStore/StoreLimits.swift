@@ -1,13 +1,10 @@
-import APNs
+import Vocabulary
 
 /// Bounds on stored names and tokens, checked before anything is written. They keep every key
 /// under LMDB's 511-byte key limit and catch garbage early with a message naming the field.
 public enum StoreLimits {
     /// App bundle ids, topic names, installation ids, channel names, event keys: 1...200 bytes.
     public static let maximumNameBytes = 200
-    /// Device tokens are 32 bytes today; Apple says not to assume a length. At least 8 bytes
-    /// (shorter is garbage, not a token) and at most the one bound every parser shares.
-    public static let tokenBytes = 8...DeviceToken.maximumByteCount
     /// An installation follows at most this many topics.
     public static let maximumTopics = 1000
     /// A Live Activity runs at most 8 hours (then iOS ends it), so its record lives no longer.
@@ -29,7 +26,9 @@ public enum StoreLimits {
         }
     }
 
+    /// A stored token: `DeviceToken.storedAPNsByteCount`, written there with every other token bound.
     public static func checkToken(_ token: [UInt8], field: String = "token") throws(StoreError) {
+        let tokenBytes = DeviceToken.storedAPNsByteCount
         guard tokenBytes.contains(token.count) else {
             throw StoreError.invalid("\(field) is \(token.count) bytes; a token has \(tokenBytes.lowerBound)...\(tokenBytes.upperBound) bytes (\(tokenBytes.lowerBound * 2)...\(tokenBytes.upperBound * 2) hex digits)")
         }

@@ -1,4 +1,5 @@
 import Testing
+import Vocabulary
 @testable import APNs
 
 /// A generator that returns a fixed sequence, so a "random" apns-id is known in advance.

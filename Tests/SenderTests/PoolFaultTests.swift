@@ -8,6 +8,7 @@ import Sender
 import Simulator
 import Synchronization
 import Testing
+import Vocabulary
 
 /// Collects every final outcome, by push id.
 final class RecordingSink: PushOutcomeSink, @unchecked Sendable {
@@ -53,8 +54,8 @@ final class RecordingSink: PushOutcomeSink, @unchecked Sendable {
                  goAwayAfter: 1_000, resetAfter: 2_500, unregistered: 100, resendUnknown: true),
     ]
 
-    static func token(_ index: Int) -> DeviceTokenBytes {
-        var token = DeviceTokenBytes(bytes: [UInt8](repeating: 0x5A, count: 32))!
+    static func token(_ index: Int) -> DeviceToken {
+        var token = DeviceToken(bytes: [UInt8](repeating: 0x5A, count: 32))!
         token.overwrite(at: 0, bigEndian: UInt64(index))
         return token
     }

@@ -1,6 +1,7 @@
 import APNs
 import HTTP2
 import Testing
+import Vocabulary
 @testable import Sender
 
 /// The sender's pure parts: retry decisions, queues, latency percentiles, tokens.
@@ -71,7 +72,7 @@ import Testing
         var heap = DelayedJobs(capacity: 16)
         let dues: [UInt64] = [50, 10, 40, 30, 20, 60, 5]
         for (index, due) in dues.enumerated() {
-            var job = PushJob(token: DeviceTokenBytes(bytes: [UInt8(index)])!, group: group, id: UInt64(index))
+            var job = PushJob(token: DeviceToken(bytes: [UInt8(index)])!, group: group, id: UInt64(index))
             job.notBefore = due
             heap.insert(job)
         }
@@ -84,7 +85,7 @@ import Testing
     @Test func jobRingKeepsOrderAndTakesJobsBackAtTheFront() {
         let group = PushGroup(label: "t", headers: [], body: [1], resendUnknown: false)
         var ring = JobRing(capacity: 4)
-        for id in 0..<4 { ring.pushBack(PushJob(token: DeviceTokenBytes(bytes: [1])!, group: group, id: UInt64(id))) }
+        for id in 0..<4 { ring.pushBack(PushJob(token: DeviceToken(bytes: [1])!, group: group, id: UInt64(id))) }
         #expect(ring.free == 0)
         let first = ring.popFront()!
         #expect(first.id == 0)
@@ -123,20 +124,5 @@ import Testing
         let buckets = histogram.distribution()
         #expect(buckets.count == 1 && buckets.first?.count == 3, "\(buckets)")
         #expect(buckets.first.map { abs($0.upperMilliseconds - histogram.percentile(0.5)) < 0.001 } == true)
-    }
-
-    @Test func tokenBytesRoundTripHexAndNeverPrintWhole() {
-        let hex = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-        let token = DeviceTokenBytes(hex: hex)!
-        #expect(token.count == 32)
-        #expect(token.hex == hex)
-        #expect(token.redacted == "…89abcdef")
-        #expect(DeviceTokenBytes(hex: "abc") == nil)
-        #expect(DeviceTokenBytes(hex: "zz") == nil)
-        #expect(DeviceTokenBytes(hex: String(repeating: "ab", count: 101)) == nil)
-        var derived = token
-        derived.overwrite(at: 0, bigEndian: 0x1122334455667788)
-        #expect(derived.hex.hasPrefix("1122334455667788"))
-        #expect(derived != token)
     }
 }

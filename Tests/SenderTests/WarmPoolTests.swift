@@ -7,6 +7,7 @@ import Sender
 import Simulator
 import Synchronization
 import Testing
+import Vocabulary
 
 /// What the daemon needs from one long-lived pool: connections that are open before the first
 /// event, events that keep their own books on shared connections, and urgent pushes that
@@ -25,7 +26,7 @@ import Testing
 
     static func jobs(_ count: Int, group: PushGroup, firstID: UInt64 = 0) -> [PushJob] {
         (0..<count).map { index in
-            var token = DeviceTokenBytes(bytes: [UInt8](repeating: 0xC3, count: 32))!
+            var token = DeviceToken(bytes: [UInt8](repeating: 0xC3, count: 32))!
             token.overwrite(at: 0, bigEndian: firstID + UInt64(index))
             return PushJob(token: token, group: group, id: firstID + UInt64(index))
         }

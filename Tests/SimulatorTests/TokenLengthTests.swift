@@ -1,7 +1,8 @@
 import APNs
 import Testing
+import Vocabulary
 
-/// One bound on a token's length (`DeviceToken.maximumByteCount`, 100 bytes) for every way a token
+/// One bound on an APNs token's length (`DeviceToken.apnsByteCount`, 1...100 bytes) for every way a token
 /// comes in: a token `send` pushes to is one `tokens import` stores, and the other way round.
 @Suite struct TokenLengthTests {
     /// A token of `bytes` bytes in hex, distinct per `fill`.
@@ -13,7 +14,7 @@ import Testing
 
     @Test("the bound is 100 bytes, and DeviceToken takes 100 bytes and refuses 101 naming the bound")
     func theParserTakesOneHundredBytes() throws {
-        #expect(DeviceToken.maximumByteCount == 100)
+        #expect(DeviceToken.apnsByteCount.upperBound == 100)
         #expect(try DeviceToken(hex: token(bytes: 100)).hex.utf8.count == 200)
         do {
             _ = try DeviceToken(hex: token(bytes: 101))

@@ -70,6 +70,12 @@ struct DefinedOnceRule: Sendable, CustomTestStringConvertible {
         DefinedOnceRule("a strict JSON object reader (JSONObjectFields)", in: "JSONCore/JSONObjectFields.swift") { line in
             line.contains("appears twice; give it once") || line.contains("check its spelling (known:")
         },
+        // Issue 21's four bounds (APNs' parser, the sender's storage, the store, the simulator) became
+        // one type: inline storage is a tuple of integer words, and a token bound is a constant whose
+        // name says token-and-length (or byte count / hex digits) set from a number.
+        DefinedOnceRule("a device token's inline storage or length bound (DeviceToken)", in: "Vocabulary/DeviceToken.swift") { line in
+            DeviceTokenRule.declaresInlineStorage(line) || DeviceTokenRule.declaresLengthBound(line)
+        },
     ]
 
     @Test("Each piece of the vocabulary is defined once", arguments: rules)
