@@ -2,33 +2,15 @@ import APNs
 import IO
 import Sender
 
-/// What a push of a fan-out was, found from its job id (slot << 40 | sequence in its window).
-struct PushSlot: Sendable {
-    enum Purpose: Sendable { case start, fallback, update }
-    let purpose: Purpose
-    /// The event group (index into `FanoutEvent.groups`).
-    let group: Int
-    /// The scan window tracking it (starts and fallbacks; nil for updates and ends).
-    let window: Int?
-    let kind: TokenKind
-
-    static let sequenceBits: UInt64 = 40
-    static func jobID(slot: Int, sequence: UInt64) -> UInt64 { UInt64(slot) << sequenceBits | sequence }
-}
-
-/// A token APNs called dead, to be removed from the store once the event has ended.
-struct PruneCandidate: Sendable {
-    let kind: TokenKind
-    let token: [UInt8]
-    /// A 410's timestamp (ms): removed only if registered before it. Nil: removed regardless.
-    let registeredBefore: UInt64?
-    let reason: String
-}
-
 /// Receives every push's outcome (on the pool's loop threads) and keeps the fan-out's books: the
-/// report, the scan windows a checkpoint reads, the tokens to prune, the circuit breaker, and the
-/// delivery audit log. One lock, private: the producer (`StartScanner`, `EventRun`) asks through
-/// the methods below, each one lock for a whole chunk or step, never one per push.
+/// report, the scan windows a checkpoint reads, the tokens to prune, the circuit breaker, the
+/// room its answers hold in the pool's gate, and the delivery audit log. One lock, private: the
+/// producer (`StartScanner`, `EventRun`) asks through the methods below, each one lock for a
+/// whole chunk or step, never one per push.
+///
+/// Longer than 300 lines on purpose: everything the one lock guards is `private` to this file,
+/// so no other file can read a field without the lock (issue 21); split across files, the state
+/// would have to become visible to the whole module.
 final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
     // @unchecked: every mutable field is guarded by `lock` (the log file by its own FILE lock).
     private let lock = ConditionLock()
@@ -351,14 +333,4 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
     func timing() -> (firstPush: MonotonicInstant?, firstAnswer: MonotonicInstant?, lastAnswer: MonotonicInstant?) {
         lock.withLock { (firstPush, firstAnswer, lastAnswer) }
     }
-}
-
-/// What a pass of the scan counts itself — targets it handled without a push, and resends after
-/// an unknown — on the scanning thread, added to the report once per pass (`FanoutSink.add`): no
-/// lock per target.
-struct ScanCounts {
-    /// Not sent: an earlier run's answers and unknowns, this event's duplicates, the start budget, the deadline.
-    var answeredBeforeRestart = 0, unknown = 0, duplicatesAvoided = 0, skippedByBudget = 0, expired = 0
-    /// Sent again after an unknown outcome (`onUnknown: resend`).
-    var resentAfterUnknown = 0
 }

@@ -257,6 +257,8 @@ import Testing
         // Every phone the simulator has no start for is in the report as unknown: none is lost silently.
         let unknown = Int(status["report"]?["unknown"]?.int64Value ?? -1)
         #expect(unknown >= missed, "report: \(unknown) unknown, simulator: \(missed) phones without a start")
+        // What the dead node had handed out and not recorded as answered: its pool's gate at most.
+        #expect(unknown <= Self.inFlightBound, "report: \(unknown) unknown")
         print("killed node: unknown \(unknown); ", terminator: "")
         print("killed node: missed \(missed), doubled \(doubled), taken over \(b.metric(#"sokuho_cluster_shards_total{node="b",outcome="taken_over"}"#) ?? -1)")
     }
