@@ -49,9 +49,9 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
     private var detached = false
     /// Every this many unreleased answers, a producer waiting on the gate (this run's or
     /// another's) and this run's own waits are woken, so the answers get recorded and their room
-    /// given back without waiting for a timeout.
+    /// given back without waiting for a timeout. At every multiple, not once: a nudge that comes
+    /// while the producer is between two waits is lost, and the next one must follow.
     private let nudgeEvery: Int
-    private var nudged = false
 
     /// The circuit breaker: within a group's first `breakerSample` answers, more than
     /// `breakerFraction` of them being BadDeviceToken/DeviceTokenNotForTopic (and at least
@@ -86,7 +86,7 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
                     releaseNow = true
                 } else {
                     unreleased += 1
-                    if unreleased >= nudgeEvery && !nudged { nudged = true; nudge = true; lock.broadcast() }
+                    if unreleased % nudgeEvery == 0 { nudge = true; lock.broadcast() }
                 }
             }
             if firstAnswer == nil { firstAnswer = now }
@@ -246,7 +246,6 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
         }
         answers.released = unreleased
         unreleased = 0
-        nudged = false
         return answers
     }
 

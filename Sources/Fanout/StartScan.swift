@@ -186,7 +186,6 @@ final class StartScanner {
             var room = sink.waitForRoom(in: window, entries: pending.count)
             if case .ready = room {
                 if gate.acquire(sends, until: MonotonicInstant.now() + .milliseconds(200)) { admitted = true; break }
-                // Woken with no room yet: this run's answers go on record, and their room back.
                 try recordAnswers()
                 room = sink.waited(in: window)
             }
