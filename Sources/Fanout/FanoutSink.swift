@@ -63,7 +63,7 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
     init(slots: [PushSlot], windows: [ScanWindow], groupTopics: [String], log: AuditLog?, gate: HandOutGate) {
         self.slots = slots
         self.gate = gate
-        nudgeEvery = max(1, gate.batch / 4)
+        nudgeEvery = max(1, gate.batch)
         self.windows = windows
         self.groupTopics = groupTopics
         self.log = log
