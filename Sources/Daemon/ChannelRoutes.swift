@@ -15,33 +15,34 @@ import JSONCore
 /// channel-host connection (`ChannelClient`) and answers `.deferred` when APNs has — no thread and
 /// no connection per request, and the API thread never waits. Per app, 4 are on the wire at once
 /// and up to 64 wait; past that 429 with Retry-After (an API client in a loop must not pile up).
+/// The handlers are static: they see the runtime only through their `ChannelDesk`.
 extension Router {
     package static let channelsPath = "/v1/channels"
 
     /// The answer for a channel route, or nil when the path is not one. The caller checked the admin token.
-    package func channelAnswer(_ request: HTTPRequest, service: Service) -> HTTPAnswer? {
+    package static func channelAnswer(_ request: HTTPRequest, channels desk: any ChannelDesk) -> HTTPAnswer? {
         switch request.method {
         case "GET" where request.path == Self.channelsPath:
-            let runtime: AppRuntime
-            switch Self.queryApp(request, service: service) {
+            let app: QueriedApp
+            switch Self.queryApp(request, desk: desk) {
             case let .failure(refusal): return refusal.answer
-            case let .success(found): runtime = found
+            case let .success(found): app = found
             }
-            return Self.deferred { done in runtime.channels.list { done($0.map { ids in
+            return Self.deferred { done in app.channels.list { done($0.map { ids in
                 var writer = JSONWriter()
                 writer.beginObject()
-                writer.key("app"); writer.string(runtime.app.bundleID.text)
-                writer.key("environment"); writer.string(runtime.app.environment.rawValue)
+                writer.key("app"); writer.string(app.bundle.text)
+                writer.key("environment"); writer.string(app.environment.rawValue)
                 writer.key("channels"); writer.beginArray(); for id in ids { writer.string(id.text) }; writer.endArray()
                 writer.endObject()
                 return .json(writer.bytes)
             }) } }
         case "POST" where request.path == Self.channelsPath:
             let policy: MessageStoragePolicy
-            let runtime: AppRuntime
+            let app: QueriedApp
             do {
                 var fields = try JSONObjectFields<EventError>(json: request.body, root: "body")
-                let app = try fields.required("app") { (value, field) throws(EventError) in try Self.bundle(value.stringValue, field: field) }
+                let bundle = try fields.required("app") { (value, field) throws(EventError) in try Self.bundle(value.stringValue, field: field) }
                 let environment = try fields.required("environment") { (value, field) throws(EventError) in
                     try Self.environment(value.stringValue, field: field)
                 }
@@ -52,19 +53,19 @@ extension Router {
                     return policy
                 } ?? .noMessageStored
                 try fields.rejectUnknown()
-                guard let found = service.app(app, environment) else { return Self.unknownApp(app, environment) }
-                runtime = found
+                guard let found = desk.channels(of: bundle, environment) else { return Self.unknownApp(bundle, environment) }
+                app = QueriedApp(bundle: bundle, environment: environment, channels: found)
             } catch {
                 return .response(.error(status: 400, code: "invalid_body", message: error.description))
             }
-            return Self.deferred { done in runtime.channels.create(policy: policy) { done($0.map { id in
+            return Self.deferred { done in app.channels.create(policy: policy) { done($0.map { id in
                 var writer = JSONWriter()
                 writer.beginObject()
                 writer.key("channel"); writer.string(id.text)
                 writer.key("storagePolicy"); writer.int(policy.rawValue)
                 writer.endObject()
                 var response = HTTPResponse.json(status: 201, writer.bytes)
-                response.headers.append(("Location", Self.channelURL(id, runtime)))
+                response.headers.append(("Location", Self.channelURL(id, app.bundle, app.environment)))
                 return response
             }) } }
         case "DELETE" where request.path.hasPrefix(Self.channelsPath + "/"):
@@ -72,12 +73,12 @@ extension Router {
             do throws(ValidationError) { id = try ChannelID(String(request.path.dropFirst(Self.channelsPath.count + 1))) } catch {
                 return .response(.error(status: 404, code: "not_found", message: "channelId: \(error.message)"))
             }
-            let runtime: AppRuntime
-            switch Self.queryApp(request, service: service) {
+            let app: QueriedApp
+            switch Self.queryApp(request, desk: desk) {
             case let .failure(refusal): return refusal.answer
-            case let .success(found): runtime = found
+            case let .success(found): app = found
             }
-            return Self.deferred { done in runtime.channels.delete(id) { done($0.map { alreadyDeleted in
+            return Self.deferred { done in app.channels.delete(id) { done($0.map { alreadyDeleted in
                 var writer = JSONWriter()
                 writer.beginObject()
                 writer.key("channel"); writer.string(id.text)
@@ -122,13 +123,20 @@ extension Router {
     }
 
     /// A channel id is base64 and may hold `/`, `+` and `=`: percent-encoded in its URL.
-    package static func channelURL(_ id: ChannelID, _ runtime: AppRuntime) -> String {
-        Self.channelsPath + "/" + percentEncoded(id.text, keepingSlash: false) + "?app=" + runtime.app.bundleID.text
-            + "&environment=" + runtime.app.environment.rawValue
+    package static func channelURL(_ id: ChannelID, _ app: BundleID, _ environment: Environment) -> String {
+        Self.channelsPath + "/" + percentEncoded(id.text, keepingSlash: false) + "?app=" + app.text
+            + "&environment=" + environment.rawValue
+    }
+
+    /// An app a channel request named, with its channel client.
+    private struct QueriedApp: Sendable {
+        let bundle: BundleID
+        let environment: Environment
+        let channels: ChannelClient
     }
 
     /// The app named by `?app=…&environment=…`.
-    private static func queryApp(_ request: HTTPRequest, service: Service) -> Result<AppRuntime, AnswerError> {
+    private static func queryApp(_ request: HTTPRequest, desk: any ChannelDesk) -> Result<QueriedApp, AnswerError> {
         let app: BundleID, environment: Environment
         do {
             app = try bundle(request.queryValue("app"), field: "app")
@@ -137,8 +145,8 @@ extension Router {
             return .failure(AnswerError(.response(.error(status: 400, code: "invalid_query",
                                                          message: "?\(error.description) (the query names the app: ?app=<bundle id>&environment=production|sandbox)"))))
         }
-        guard let runtime = service.app(app, environment) else { return .failure(AnswerError(unknownApp(app, environment))) }
-        return .success(runtime)
+        guard let channels = desk.channels(of: app, environment) else { return .failure(AnswerError(unknownApp(app, environment))) }
+        return .success(QueriedApp(bundle: app, environment: environment, channels: channels))
     }
 
     private static func bundle(_ text: String?, field: String) throws(EventError) -> BundleID {

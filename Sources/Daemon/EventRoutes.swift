@@ -10,10 +10,11 @@ import Vocabulary
 /// The backends' event routes: `POST /v1/events` (202 with the event's URL, 200 when the same
 /// event was already sent, 409 for another body under a sent serial or an older serial) and
 /// `GET /v1/events/{key}/{serial}` (the queue's view while it knows the event, else the store's
-/// record, else the cluster's ledger).
+/// record, else the cluster's ledger). The handlers are static: they see the runtime only
+/// through their `EventDesk`.
 extension Router {
-    func submit(_ request: HTTPRequest, service: Service) -> HTTPResponse {
-        switch service.submit(request.body) {
+    static func submit(_ request: HTTPRequest, events: any EventDesk) -> HTTPResponse {
+        switch events.submit(request.body) {
         case let .refused(.clusterUnavailable, message):
             return Self.clusterUnavailable(message)
         case let .refused(refusal, message):
@@ -72,22 +73,31 @@ extension Router {
 
     /// `{key}/{serial}`: the queue's view while it is known there (in memory: answered at once),
     /// else the store's record or the cluster's ledger, read on the events' worker.
-    func eventStatus(_ id: String, service: Service) -> HTTPAnswer {
-        if let entry = service.events.entry(id) {
+    static func eventStatus(_ id: String, events: any EventDesk, worker: APIWorker) -> HTTPAnswer {
+        if let entry = events.queuedEvent(id) {
             var writer = JSONWriter()
-            Self.write(entry, to: &writer)
+            write(entry, to: &writer)
             return .response(.json(writer.bytes))
         }
-        return eventWorker.answer { .response(Self.recordedStatus(id, service: service)) }
+        return worker.answer { .response(recordedStatus(id, events: events)) }
     }
 
-    static func recordedStatus(_ id: String, service: Service) -> HTTPResponse {
+    /// `GET /v1/events`: the last events the queue knows.
+    static func recentEvents(_ events: any EventDesk) -> HTTPResponse {
+        var writer = JSONWriter()
+        writer.beginObject(); writer.key("events"); writer.beginArray()
+        for entry in events.recentEvents() { write(entry, to: &writer) }
+        writer.endArray(); writer.endObject()
+        return .json(writer.bytes)
+    }
+
+    static func recordedStatus(_ id: String, events: any EventDesk) -> HTTPResponse {
         guard let slash = id.lastIndex(of: "/"), let serial = UInt32(id[id.index(after: slash)...]) else {
             return .error(status: 404, code: "not_found", message: "an event URL is /v1/events/{key}/{serial}")
         }
         let key = String(id[..<slash])
-        guard let record = try? service.store.eventRecords(eventKey: key).serials.first(where: { $0.serial == serial }) else {
-            switch service.clusterStatus(key: key, serial: serial) {
+        guard let record = events.recordedEvent(key: key, serial: serial) else {
+            switch events.clusterStatus(key: key, serial: serial) {
             case let .found(status)?:
                 return .json(status)
             case let .unreachable(problem)?:

@@ -16,7 +16,8 @@ import Vocabulary
 /// These run on an `APIWorker` (the router sends them there: the installation and its secret are
 /// store reads), and writes go through `TokenStore.submit` and answer `.deferred` from the writer
 /// thread, so neither the HTTP thread nor the worker waits for a commit (a durable one is an
-/// fsync: milliseconds on an SD card).
+/// fsync: milliseconds on an SD card). The handlers are static: they see the runtime only
+/// through their `InstallationDesk`.
 extension Router {
     package static let installationsPath = "/v1/installations"
 
@@ -26,21 +27,21 @@ extension Router {
     }
 
     /// The answer for an app route, or nil when the path is not one.
-    package func installationAnswer(_ request: HTTPRequest, service: Service) -> HTTPAnswer? {
+    package static func installationAnswer(_ request: HTTPRequest, installations: any InstallationDesk) -> HTTPAnswer? {
         if request.path == Self.installationsPath {
             guard request.method == "POST" else {
                 return .response(.error(status: 404, code: "not_found", message: "no such route: \(request.method) \(request.path)"))
             }
-            return register(request, service: service)
+            return register(request, installations: installations)
         }
         guard request.path.hasPrefix(Self.installationsPath + "/") else { return nil }
         let rest = request.path.dropFirst(Self.installationsPath.count + 1)
         let parts = rest.split(separator: "/", omittingEmptySubsequences: false)
         let id = String(parts[0])
         switch (request.method, parts.count, parts.count == 2 ? parts[1] : "") {
-        case ("PUT", 1, _): return update(request, id: id, service: service)
-        case ("DELETE", 1, _): return remove(request, id: id, service: service)
-        case ("POST", 2, "activities"): return putActivity(request, id: id, service: service)
+        case ("PUT", 1, _): return update(request, id: id, installations: installations)
+        case ("DELETE", 1, _): return remove(request, id: id, installations: installations)
+        case ("POST", 2, "activities"): return putActivity(request, id: id, installations: installations)
         default:
             return .response(.error(status: 404, code: "not_found", message: "no such route: \(request.method) \(request.path)"))
         }
@@ -56,19 +57,19 @@ extension Router {
 
     // MARK: Registration
 
-    private func register(_ request: HTTPRequest, service: Service) -> HTTPAnswer {
+    private static func register(_ request: HTTPRequest, installations: any InstallationDesk) -> HTTPAnswer {
         let body: InstallationBody
         do { body = try InstallationBody(json: request.body) } catch { return Self.invalid(error) }
-        guard service.app(body.app, body.environment) != nil else { return Self.unknownApp(body.app, body.environment) }
+        guard installations.serves(body.app, body.environment) else { return Self.unknownApp(body.app, body.environment) }
         let id = body.installationID ?? Self.newInstallationID()
         let exists = HTTPAnswer.response(.error(status: 409, code: "installation_exists",
                                                 message: "installationId: '\(id)' is registered; change it with PUT /v1/installations/{id} and its secret"))
         // Two first registrations of one id at once would both find it absent, and the later
         // commit would replace the earlier one's secret: its phone would hold a secret that no
         // longer works. The id is claimed here until its write committed; a second claim is a 409.
-        guard service.registering.withLock({ $0.insert(id).inserted }) else { return exists }
-        let release: @Sendable () -> Void = { [weak service] in _ = service?.registering.withLock { $0.remove(id) } }
-        switch Self.lookUp(id, service: service) {
+        guard installations.claimRegistration(id) else { return exists }
+        let release: @Sendable () -> Void = { [weak installations] in installations?.releaseRegistration(id) }
+        switch Self.lookUp(id, installations: installations) {
         case let .failure(refusal): release(); return refusal.answer
         case .success(.some):
             // A known id needs its secret: otherwise anyone knowing an id could take the
@@ -83,13 +84,13 @@ extension Router {
         writer.key("installationId"); writer.string(id)
         writer.key("secret"); writer.string(Base64URL.encode(secret))
         writer.endObject()
-        return write(Self.registrations(body, id: id, secretHash: SHA256.hash(secret)), service: service, success: .json(status: 201, writer.bytes),
+        return write(Self.registrations(body, id: id, secretHash: SHA256.hash(secret)), installations: installations, success: .json(status: 201, writer.bytes),
                      then: release)
     }
 
-    private func update(_ request: HTTPRequest, id: String, service: Service) -> HTTPAnswer {
+    private static func update(_ request: HTTPRequest, id: String, installations: any InstallationDesk) -> HTTPAnswer {
         let installation: Installation
-        switch Self.authorize(request, id: id, service: service) {
+        switch Self.authorize(request, id: id, installations: installations) {
         case let .failure(refusal): return refusal.answer
         case let .success(found): installation = found
         }
@@ -98,7 +99,7 @@ extension Router {
         if let given = body.installationID, given != id {
             return Self.invalid(EventError(field: "installationId", "is '\(given)' but the URL names '\(id)'; leave it out or make them agree"))
         }
-        guard service.app(body.app, body.environment) != nil else { return Self.unknownApp(body.app, body.environment) }
+        guard installations.serves(body.app, body.environment) else { return Self.unknownApp(body.app, body.environment) }
         // An installation belongs to one app: its secret is no key to another app's.
         guard body.app.text == installation.app, body.environment == installation.environment else {
             return .response(.error(status: 409, code: "app_mismatch",
@@ -106,7 +107,7 @@ extension Router {
         }
         var writer = JSONWriter()
         writer.beginObject(); writer.key("installationId"); writer.string(id); writer.endObject()
-        return write(Self.registrations(body, id: id, secretHash: nil), service: service, success: .json(writer.bytes))
+        return write(Self.registrations(body, id: id, secretHash: nil), installations: installations, success: .json(writer.bytes))
     }
 
     /// One registration per token kind given, each with the body's topics. `registeredAt` is now:
@@ -122,9 +123,9 @@ extension Router {
 
     // MARK: Activities and removal
 
-    private func putActivity(_ request: HTTPRequest, id: String, service: Service) -> HTTPAnswer {
+    private static func putActivity(_ request: HTTPRequest, id: String, installations: any InstallationDesk) -> HTTPAnswer {
         let installation: Installation
-        switch Self.authorize(request, id: id, service: service) {
+        switch Self.authorize(request, id: id, installations: installations) {
         case let .failure(refusal): return refusal.answer
         case let .success(found): installation = found
         }
@@ -134,24 +135,23 @@ extension Router {
                                     eventKey: body.eventKey, startedAt: WallClock.milliseconds(), topic: body.topic)
         var writer = JSONWriter()
         writer.beginObject(); writer.key("activityId"); writer.string(body.activityID); writer.endObject()
-        return write([.putActivity(record)], service: service, success: .json(status: 201, writer.bytes))
+        return write([.putActivity(record)], installations: installations, success: .json(status: 201, writer.bytes))
     }
 
-    private func remove(_ request: HTTPRequest, id: String, service: Service) -> HTTPAnswer {
-        if case let .failure(refusal) = Self.authorize(request, id: id, service: service) { return refusal.answer }
-        return write([.removeInstallation(id: id)], service: service, success: HTTPResponse(status: 204))
+    private static func remove(_ request: HTTPRequest, id: String, installations: any InstallationDesk) -> HTTPAnswer {
+        if case let .failure(refusal) = Self.authorize(request, id: id, installations: installations) { return refusal.answer }
+        return write([.removeInstallation(id: id)], installations: installations, success: HTTPResponse(status: 204))
     }
 
     // MARK: Helpers
 
     /// Queues `operations` and answers from the writer thread once they committed.
     /// `then` runs once the write committed or failed.
-    private func write(_ operations: [WriteOperation], service: Service, success: HTTPResponse,
-                       then: @escaping @Sendable () -> Void = {}) -> HTTPAnswer {
-        let store = service.store
-        return .deferred { responder in
+    private static func write(_ operations: [WriteOperation], installations: any InstallationDesk, success: HTTPResponse,
+                              then: @escaping @Sendable () -> Void = {}) -> HTTPAnswer {
+        .deferred { responder in
             do throws(StoreError) {
-                try store.submit(operations) { result in
+                try installations.commit(operations) { result in
                     then()
                     switch result {
                     case .success: responder.respond(success)
@@ -166,15 +166,15 @@ extension Router {
         }
     }
 
-    private static func lookUp(_ id: String, service: Service) -> Result<Installation?, AnswerError> {
-        do { return .success(try service.store.installation(id: id)) } catch {
+    private static func lookUp(_ id: String, installations: any InstallationDesk) -> Result<Installation?, AnswerError> {
+        do { return .success(try installations.installation(id: id)) } catch {
             return .failure(AnswerError(.response(.error(status: 503, code: "store_unavailable", message: error.description))))
         }
     }
 
     /// The installation, if the request carries its secret: 401 without one, 404 for an unknown
     /// id, 403 for a wrong secret (or an installation that never had one, e.g. imported).
-    private static func authorize(_ request: HTTPRequest, id: String, service: Service) -> Result<Installation, AnswerError> {
+    private static func authorize(_ request: HTTPRequest, id: String, installations: any InstallationDesk) -> Result<Installation, AnswerError> {
         let scheme = "installation "
         guard let header = request.header("authorization"), header.lowercased().hasPrefix(scheme) else {
             var response = HTTPResponse.error(status: 401, code: "unauthorized", message: "this route needs Authorization: Installation <secret>")
@@ -182,7 +182,7 @@ extension Router {
             return .failure(AnswerError(.response(response)))
         }
         let installation: Installation
-        switch lookUp(id, service: service) {
+        switch lookUp(id, installations: installations) {
         case let .failure(error): return .failure(error)
         case .success(.none):
             return .failure(AnswerError(.response(.error(status: 404, code: "not_found", message: "no installation '\(id)'; register it with POST /v1/installations"))))

@@ -23,6 +23,10 @@ import Vocabulary
 ///   routes of `ChannelRoutes.swift`.
 /// - phones, without the admin token: `/v1/installations…` (see `InstallationRoutes.swift`).
 ///
+/// The router holds the `Service` and decides who may call what (rate limit, admin token,
+/// standby); each route family's handlers are static and get only their port of it
+/// (`EventDesk`, `InstallationDesk`, `ChannelDesk`, `StatusView`), the rest a value.
+///
 /// `package` only for the fuzz targets (Tests/FuzzTargets), which call its pure helpers.
 package final class Router: @unchecked Sendable {
     // @unchecked: `service` is set once, before the server starts, and only read afterwards.
@@ -51,17 +55,17 @@ package final class Router: @unchecked Sendable {
         case ("GET", "/healthz"):
             return .response(.json(Array(#"{"status":"ok"}"#.utf8)))
         case ("GET", "/readyz"):
-            return .response(readiness(service))
+            return .response(Self.readiness(service))
         case ("GET", "/") where service.configuration.statusPage:
-            return withTokenStatistics(service, within: .seconds(60)) { [service] tokens in
+            return Self.withTokenStatistics(service, within: .seconds(60), worker: apiWorker) { [service] tokens in
                 var response = HTTPResponse.html(StatusPage.render(service, tokens: tokens))
                 // The page is a snapshot of moving numbers: a reload must ask again.
                 response.headers.append(("Cache-Control", "no-store"))
                 return response
             }
         case ("GET", "/metrics"):
-            return withTokenStatistics(service, within: .seconds(60)) { [service] tokens in
-                var response = HTTPResponse.text(service.metrics.render(service, tokens: tokens))
+            return Self.withTokenStatistics(service, within: .seconds(60), worker: apiWorker) { [service] tokens in
+                var response = HTTPResponse.text(service.metricsText(tokens: tokens))
                 response.headers = [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")]
                 return response
             }
@@ -78,45 +82,41 @@ package final class Router: @unchecked Sendable {
         // Phones authenticate with their installation's secret, not the admin token.
         // Their store reads (the installation, its secret) run on a worker too, not only the commit.
         if Self.isInstallationRoute(request.path) {
-            return apiWorker.answer { [self] in
-                installationAnswer(request, service: service)
+            return apiWorker.answer {
+                Self.installationAnswer(request, installations: service)
                     ?? .response(.error(status: 404, code: "not_found", message: "no such route: \(request.method) \(request.path)"))
             }
         }
-        if let refusal = Self.checkAdmin(request, service: service) { return .response(refusal) }
+        if let refusal = Self.checkAdmin(request, token: service.adminToken.withLock { $0 }) { return .response(refusal) }
         if service.isStandby, request.method != "GET", request.path.hasPrefix("/v1/channels") {
             return .response(.error(status: 503, code: "standby", message: Service.standbyMessage))
         }
-        if let answer = channelAnswer(request, service: service) { return answer }
+        if let answer = Self.channelAnswer(request, channels: service) { return answer }
         switch (request.method, request.path) {
         case ("POST", "/v1/events"):
-            return eventWorker.answer { [self] in .response(submit(request, service: service)) }
+            return eventWorker.answer { .response(Self.submit(request, events: service)) }
         case ("GET", "/v1/events"):
-            var writer = JSONWriter()
-            writer.beginObject(); writer.key("events"); writer.beginArray()
-            for entry in service.events.recent() { Self.write(entry, to: &writer) }
-            writer.endArray(); writer.endObject()
-            return .response(.json(writer.bytes))
+            return .response(Self.recentEvents(service))
         case ("POST", "/v1/promote"):
             // A promotion copies a shipped backup and reads the store.
-            return apiWorker.answer { .response(Self.promotion(service)) }
+            return apiWorker.answer { .response(Self.promotion(service.promote())) }
         case ("GET", "/v1/tokens/stats"):
-            return withTokenStatistics(service, within: TokenStatisticsCache.routeAge) { tokens in
+            return Self.withTokenStatistics(service, within: TokenStatisticsCache.routeAge, worker: apiWorker) { tokens in
                 guard let tokens else { return .error(status: 503, code: "store_unavailable", message: "the token store could not be read") }
                 return .json(tokens.json(store: nil))
             }
         case ("GET", _) where request.path.hasPrefix("/v1/events/"):
-            return eventStatus(String(request.path.dropFirst("/v1/events/".count)), service: service)
+            return Self.eventStatus(String(request.path.dropFirst("/v1/events/".count)), events: service, worker: eventWorker)
         default:
             return .response(.error(status: 404, code: "not_found", message: "no such route: \(request.method) \(request.path)"))
         }
     }
 
-    /// `POST /v1/promote`'s answer (on a worker).
-    private static func promotion(_ service: Service) -> HTTPResponse {
+    /// `POST /v1/promote`'s answer (on a worker), for what the promotion came to.
+    private static func promotion(_ promotion: Promotion) -> HTTPResponse {
         var writer = JSONWriter()
         writer.beginObject()
-        switch service.promote() {
+        switch promotion {
         case let .promoted(message):
             writer.key("promoted"); writer.bool(true)
             writer.key("message"); writer.string(message)
@@ -131,10 +131,10 @@ package final class Router: @unchecked Sendable {
 
     /// `render` with token statistics at most `age` old: at once from the cache, else on a worker
     /// after a count (`TokenStatisticsCache`). `render` gets nil when the store cannot be read.
-    private func withTokenStatistics(_ service: Service, within age: Duration,
-                                     _ render: @escaping @Sendable (StoreStatistics?) -> HTTPResponse) -> HTTPAnswer {
-        if let tokens = service.tokenStatistics.fresh(within: age) { return .response(render(tokens)) }
-        return apiWorker.answer { .response(render(service.tokenStatistics.refreshed(within: age) { service.store })) }
+    private static func withTokenStatistics(_ status: any StatusView, within age: Duration, worker: APIWorker,
+                                            _ render: @escaping @Sendable (StoreStatistics?) -> HTTPResponse) -> HTTPAnswer {
+        if let tokens = status.freshTokenStatistics(within: age) { return .response(render(tokens)) }
+        return worker.answer { .response(render(status.countedTokenStatistics(within: age))) }
     }
 
     /// "127.0.0.1:5000" → "127.0.0.1", "[::1]:5000" → "::1": rate limits are per address, not per port.
@@ -144,9 +144,8 @@ package final class Router: @unchecked Sendable {
         return address
     }
 
-    /// 401 unless the request carries the admin token (compared in constant time).
-    package static func checkAdmin(_ request: HTTPRequest, service: Service) -> HTTPResponse? {
-        let expected = service.adminToken.withLock { $0 }
+    /// 401 unless the request carries the admin token `token` (compared in constant time).
+    package static func checkAdmin(_ request: HTTPRequest, token expected: [UInt8]) -> HTTPResponse? {
         guard let header = request.header("authorization"), header.lowercased().hasPrefix("bearer ") else {
             var response = HTTPResponse.error(status: 401, code: "unauthorized", message: "this route needs Authorization: Bearer <admin token>")
             response.headers.append(("WWW-Authenticate", "Bearer"))
@@ -160,13 +159,13 @@ package final class Router: @unchecked Sendable {
         return nil
     }
 
-    private func readiness(_ service: Service) -> HTTPResponse {
+    private static func readiness(_ status: any StatusView) -> HTTPResponse {
         let clock = ClockStatus.current()
         var ready = true
         var writer = JSONWriter()
         writer.beginObject()
         writer.key("apps"); writer.beginArray()
-        for runtime in service.apps.withLock({ $0 }) {
+        for runtime in status.runningApps {
             let up = runtime.pool.connectionsUp
             let halted = runtime.pool.haltMessage
             if up == 0 || halted != nil { ready = false }
@@ -191,11 +190,11 @@ package final class Router: @unchecked Sendable {
         writer.endArray()
         writer.key("clockSynchronised"); writer.bool(clock.synchronised)
         // A standby is not ready: a load balancer must send it nothing until it is promoted.
-        let standby = service.isStandby
+        let standby = status.isStandby
         if standby { ready = false }
         writer.key("standby"); writer.bool(standby)
         // Reported, not part of readiness: a node without Redis still sends from its own store.
-        if let replication = service.replication { writer.key("cluster"); replication.readiness(into: &writer) }
+        status.clusterReadiness(into: &writer)
         writer.key("ready"); writer.bool(ready)
         writer.endObject()
         return .json(status: ready ? 200 : 503, writer.bytes)

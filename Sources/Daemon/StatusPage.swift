@@ -15,7 +15,7 @@ import TokenStore
 /// here: the page is unauthenticated like `/metrics`.
 package enum StatusPage {
     /// `tokens`: the store's statistics at most a minute old (`TokenStatisticsCache`), nil when unreadable.
-    package static func render(_ service: Service, tokens: StoreStatistics?) -> String {
+    package static func render(_ status: any StatusView, tokens: StoreStatistics?) -> String {
         var html = """
             <!DOCTYPE html>
             <html lang="en"><head><meta charset="utf-8">
@@ -32,14 +32,14 @@ package enum StatusPage {
             <h1>Sokuho status</h1>
 
             """
-        if service.isStandby {
+        if status.isStandby {
             html += "<p class=\"warn\" id=\"standby\" style=\"font-size:1.4em\"><strong>STANDBY</strong>: this daemon sends nothing until promoted (sokuho serve --promote --config FILE, or SIGUSR1).</p>\n"
         }
         appendClock(&html)
-        appendApps(&html, service.apps.withLock { $0 })
-        let (queued, running) = service.events.counts
+        appendApps(&html, status.runningApps)
+        let (queued, running) = status.eventCounts
         html += "<h2>Events</h2>\n<p id=\"queue\">\(queued) queued, \(running) running</p>\n"
-        appendEvents(&html, service.events.recent(limit: 20))
+        appendEvents(&html, status.recentEvents(limit: 20))
         appendTokens(&html, tokens)
         html += "</body></html>\n"
         return html
