@@ -4,8 +4,9 @@ import JSONCore
 import Sender
 
 /// The rendered pushes of one event group, built once per run (a push job is then a token and a
-/// reference to one of these): the start for iOS 18 phones (subscribed to the group's channel),
-/// the start for iOS 17 phones (no `input-push-channel`, which would make them refuse it), the
+/// reference to one of these): the start for iOS 18 phones (subscribed to the group's channel, or
+/// asking for an update token where the group has none and the event asks — never both), the
+/// start for iOS 17 phones (no `input-push-channel`, which would make them refuse it), the
 /// ordinary alert for phones without Live Activities, and the update or end for activity tokens.
 struct EventPushes {
     var startBroadcastCapable: PushGroup?
@@ -40,8 +41,16 @@ struct EventPushes {
                 start.relevanceScore = group.relevanceScore
                 pushes.startPlain = PushGroup(label: group.topic, notification: try liveActivity(start), deadline: deadline,
                                               resendUnknown: resendStarts, sink: sink)
-                start.inputPushChannel = channel
-                start.requestsUpdateToken = event.inputPushToken
+                // ActivityKit gives an activity exactly one push type, `.token` or `.channel(id)`:
+                // `input-push-channel` and `input-push-token` are alternatives, and a strict APNs
+                // refuses a start with both (BadRequestParams). A group with a channel subscribes
+                // the activity to it (its updates come by broadcast); only a group without one asks
+                // for an update token, when the event does.
+                if let channel {
+                    start.inputPushChannel = channel
+                } else {
+                    start.requestsUpdateToken = event.inputPushToken
+                }
                 pushes.startBroadcastCapable = PushGroup(label: group.topic, notification: try liveActivity(start), deadline: deadline,
                                                          resendUnknown: resendStarts, sink: sink)
             }

@@ -33,8 +33,8 @@ enum SendCommand {
             OptionSpec("--stale-date", value: "EPOCH", help: "start/update: when the content goes stale"),
             OptionSpec("--dismissal-date", value: "EPOCH", help: "end: when the ended activity leaves the Lock Screen"),
             OptionSpec("--relevance-score", value: "N", help: "start/update: ordering among activities"),
-            OptionSpec("--input-push-channel", value: "ID", help: "start: subscribe the new activity to this broadcast channel (iOS 18+)"),
-            OptionSpec("--input-push-token", help: "start: ask for an update token (iOS 18+)"),
+            OptionSpec("--input-push-channel", value: "ID", help: "start: subscribe the new activity to this broadcast channel (iOS 18+; not with --input-push-token)"),
+            OptionSpec("--input-push-token", help: "start: ask for an update token (iOS 18+; not with --input-push-channel)"),
             OptionSpec("--timestamp", value: "EPOCH", help: "aps.timestamp (default: now)"),
             OptionSpec("--timeout", value: "SECONDS", help: "give up after this long (default 30)"),
             OptionSpec("--json", help: "print {\"status\":200,\"apnsId\":…,\"apnsUniqueId\":…,\"reason\":null}"),
@@ -194,6 +194,12 @@ enum SendCommand {
         payload.staleDate = try invocation.int("--stale-date", in: 0...Int(Int32.max) * 4).map(Int64.init)
         payload.dismissalDate = try invocation.int("--dismissal-date", in: 0...Int(Int32.max) * 4).map(Int64.init)
         payload.relevanceScore = try invocation.double("--relevance-score", in: -1e12...1e12)
+        // ActivityKit gives an activity one push type, so the two are alternatives (a strict APNs
+        // refuses both: BadRequestParams). `fanout` picks for its groups; here both were asked for
+        // by name, and dropping either silently would send something else than the command says.
+        if invocation.flag("--input-push-token"), invocation.string("--input-push-channel") != nil {
+            throw .usage("--input-push-token and --input-push-channel are alternatives, not both: a Live Activity gets updates either by its update token or by the channel's broadcasts; give one")
+        }
         payload.requestsUpdateToken = invocation.flag("--input-push-token")
         if let channel = invocation.string("--input-push-channel") {
             payload.inputPushChannel = try option("--input-push-channel") { () throws(ValidationError) in try ChannelID(channel) }
