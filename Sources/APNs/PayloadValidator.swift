@@ -16,6 +16,10 @@ public enum PayloadValidator {
         public let event: LiveActivityEvent?
         /// `aps.timestamp` in seconds, for liveactivity payloads.
         public let timestamp: Int64?
+        /// Whether the payload carries `aps.input-push-token` (a start asking for an update token).
+        public internal(set) var carriesInputPushToken = false
+        /// Whether the payload carries `aps.input-push-channel` (a start subscribing to a channel).
+        public internal(set) var carriesInputPushChannel = false
     }
 
     public static func validate<Bytes: Collection>(_ payload: Bytes, for destination: PayloadDestination) throws(ValidationError) -> Summary
@@ -78,7 +82,8 @@ public enum PayloadValidator {
                 }
             }
         }
-        return Summary(event: event, timestamp: timestamp)
+        return Summary(event: event, timestamp: timestamp, carriesInputPushToken: aps[LiveActivityKey.inputPushToken.rawValue] != nil,
+                       carriesInputPushChannel: aps[LiveActivityKey.inputPushChannel.rawValue] != nil)
     }
 
     private static func epochSeconds(_ value: JSONValue, key: LiveActivityKey) throws(ValidationError) -> Int64 {

@@ -91,12 +91,28 @@ enum RequestRules {
         }
         let bundle = String(PushType.split(topic: notification.topic).bundle)
         if !bundles.isEmpty && !bundles.contains(bundle) { throw Refusal(reason: .topicDisallowed, detail: bundle) }
+        let summary: PayloadValidator.Summary
         do {
-            _ = try PayloadValidator.validate(body, for: .device(notification.pushType))
+            summary = try PayloadValidator.validate(body, for: .device(notification.pushType))
         } catch {
             throw Refusal(reason: error.reason ?? .badRequestPayload, detail: error.description)
         }
+        try checkOnePushType(summary)
         return notification
+    }
+
+    /// A start asks for one push type for its activity: `input-push-token` (updates by token) or
+    /// `input-push-channel` (updates by broadcast), not both. ActivityKit gives an activity exactly
+    /// one (`PushType.token` or `.channel(id)`); Apple's payload reference lists both keys without
+    /// saying whether a start may carry them together, and an independent strict APNs refuses it
+    /// ("alternatives, not both"). The simulator takes that stricter reading and answers 400
+    /// `BadRequestParams` (UNCONFIRMED whether Apple's APNs refuses or lets the phone pick), so a
+    /// sender that combines them fails here rather than in production.
+    static func checkOnePushType(_ summary: PayloadValidator.Summary) throws(Refusal) {
+        if summary.carriesInputPushToken && summary.carriesInputPushChannel {
+            throw Refusal(reason: .badRequestParams,
+                          detail: "aps.input-push-token and aps.input-push-channel are alternatives, not both: an activity has one push type")
+        }
     }
 
     /// `apns-push-type` spellings a broadcast takes: each is one Apple documents for broadcasts,

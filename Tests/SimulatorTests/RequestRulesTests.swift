@@ -69,6 +69,28 @@ import Testing
         #expect(device(liveActivityHeaders() + [("apns-priority", "7")]) != nil)
     }
 
+    /// A start body with `input-push-token`, `input-push-channel`, both or neither.
+    func startBody(token: Bool, channel: Bool) -> [UInt8] {
+        let extra = (token ? #","input-push-token":1"# : "") + (channel ? #","input-push-channel":"\#(self.channel)""# : "")
+        return Array(#"{"aps":{"timestamp":1787418000,"event":"start","attributes-type":"EewAttributes","attributes":{"id":"x"}\#(extra),"alert":{"title":"t","body":"b"},"content-state":{"intensity":5}}}"#.utf8)
+    }
+
+    @Test func aStartCarryingBothInputPushTokenAndInputPushChannelIsRefusedAsBadRequestParams() throws {
+        // ActivityKit gives an activity one push type; the simulator takes the two keys as alternatives.
+        #expect(device(liveActivityHeaders(), body: startBody(token: true, channel: true)) == .badRequestParams)
+        let detail: String? = {
+            do throws(RequestRules.Refusal) {
+                _ = try RequestRules.checkDevicePush(headers: liveActivityHeaders(), body: startBody(token: true, channel: true), bundles: [])
+                return nil
+            } catch { return error.detail }
+        }()
+        #expect(detail?.contains("input-push-token") == true && detail?.contains("input-push-channel") == true, "\(detail ?? "-")")
+        // Either one alone, or neither, is a valid start.
+        #expect(device(liveActivityHeaders(), body: startBody(token: true, channel: false)) == nil)
+        #expect(device(liveActivityHeaders(), body: startBody(token: false, channel: true)) == nil)
+        #expect(device(liveActivityHeaders(), body: startBody(token: false, channel: false)) == nil)
+    }
+
     func broadcast(_ headers: [(name: String, value: String)], body: [UInt8] = updateBody()) -> Reason? {
         refusal { () throws(RequestRules.Refusal) in
             _ = try RequestRules.checkBroadcast(headers: headers, body: body, bundle: testBundle, bundles: [testBundle])
