@@ -14,7 +14,7 @@ enum FanoutCommand {
         "fanout",
         summary: "send a Live Activity event (start, update, end) to every phone of the token store it concerns",
         usage: "EVENT.json --store DIR [credentials] [options]",
-        options: [StoreAccess.option] + APNsConnectionOptions.credentials + endpointOptions + [
+        options: [StoreAccess.option] + APNsConnectionOptions.credentials + [topicOption] + endpointOptions + [
             OptionSpec("--connections", value: "N", help: "HTTP/2 connections to the push host (default 4)"),
             OptionSpec("--streams", value: "N", help: "cap on concurrent streams per connection (default 1000)"),
             OptionSpec("--threads", value: "N", help: "event-loop threads (default: one per core, at most the connections)"),
@@ -32,7 +32,8 @@ enum FanoutCommand {
         serial of the same key takes over the lower one's pending starts.
 
         exit codes: 0 every target delivered or pruned (or already sent) · 1 some failed, were
-                    unknown or expired (the report says which) · 65 invalid event, or its key and
+                    unknown or expired (the report says which) · 64 usage, or a --topic other
+                    than the event's app · 65 invalid event, or its key and
                     serial were sent with another body · 66 event file or store missing ·
                     69 APNs unreachable or the pool stopped · 74 store write failed ·
                     78 circuit breaker: a wrong environment or topic (nothing pruned)
@@ -43,11 +44,25 @@ enum FanoutCommand {
     /// (no silent sandbox default on this path).
     static let endpointOptions = APNsConnectionOptions.endpoint.filter { $0.name != "--environment" }
 
+    /// `--topic` as every command that talks to APNs takes it, but the event names its app: the
+    /// option may restate it and is refused when it contradicts it (64), so nothing is silently
+    /// ignored. Without `SOKUHO_TOPIC`: a variable exported for `send` to one app must not stop the
+    /// fan-out of another app's event (the fan-out never read it), only a `--topic` given here.
+    static let topicOption = OptionSpec(APNsConnectionOptions.topic.name, value: APNsConnectionOptions.topic.value,
+                                        help: "the event's app (optional: the event names it; another bundle ID is refused)")
+
+    /// Refuses a `--topic` that is not the event's app (64), naming both.
+    static func checkTopic(_ invocation: Invocation, event: FanoutEvent, path: String) throws(CLIError) {
+        guard let topic = invocation.string("--topic"), topic != event.app.text else { return }
+        throw .usage("--topic \(topic) contradicts the event's app \(event.app.text) (\(path)); leave --topic out or give the event's app")
+    }
+
     static func run(_ invocation: Invocation) throws(CLIError) -> ExitCode {
         guard let path = invocation.positional("EVENT.json") else { throw .usage("missing EVENT.json; see 'sokuho fanout --help'") }
         let bytes = try InputFile.read(path, option: "EVENT.json")
         let event: FanoutEvent
         do { event = try FanoutEvent(json: bytes) } catch { throw .data("\(path): \(error)") }
+        try checkTopic(invocation, event: event, path: path)
         let store = try StoreAccess.open(invocation, readOnly: false)
         defer { store.close() }
         var options = try fanoutOptions(invocation, environment: event.environment)

@@ -5,7 +5,8 @@ import Testing
 
 /// Issue 24: ActivityKit gives an activity exactly one push type (`.token` or `.channel(id)`), so a
 /// start carries `input-push-channel` or `input-push-token`, never both — the simulator refuses both
-/// (the stricter reading, as an independent strict APNs does).
+/// (the stricter reading, as an independent strict APNs does). And `fanout --topic` restates the
+/// event's app or is refused.
 @Suite struct StartPushTypeTests {
     /// Eight phones: four in region:0 (a channel group), four in region:1 (no channel); in each,
     /// three on iOS 18 and one on iOS 17.
@@ -43,6 +44,28 @@ import Testing
         }
         let report = try JSONParser.parse(run.out)
         #expect(report["delivered"]?.int64Value == Int64(Self.phones().count))
+    }
+
+    @Test func fanoutTakesATopicThatIsTheEventsAppAndRefusesAnotherWith64NamingBoth() throws {
+        let scenario = try FanoutScenario()
+        try scenario.register(Self.phones())
+        let path = scenario.event("start.json", Self.mixedStart)
+        let other = scenario.fanout(path, ["--topic", "com.example.other"])
+        #expect(other.code == .usage, "\(other)")
+        #expect(other.err.contains("com.example.other") && other.err.contains(testBundle), "\(other)")
+        #expect(scenario.running.counters.accepted == 0)
+        let same = scenario.fanout(path, ["--topic", testBundle])
+        #expect(same.code == .success, "\(same)")
+        #expect(scenario.running.counters.accepted == Self.phones().count)
+    }
+
+    @Test func fanoutDoesNotReadSokuhoTopicSoAVariableForAnotherAppChangesNothing() throws {
+        let scenario = try FanoutScenario()
+        try scenario.register(Self.phones())
+        let run = sokuho(["fanout", scenario.event("start.json", Self.mixedStart), "--json"] + scenario.connection,
+                         environment: ["SOKUHO_TOPIC": "com.example.other"])
+        #expect(run.code == .success, "\(run)")
+        #expect(scenario.running.counters.accepted == Self.phones().count)
     }
 
     @Test func sendRefusesInputPushTokenWithInputPushChannelWith64NamingBoth() {
