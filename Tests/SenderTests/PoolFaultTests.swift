@@ -266,16 +266,18 @@ final class GoAwayWithAnAnswerHeld: HTTP2RequestHandler, @unchecked Sendable {
 
 @Suite(.serialized) struct GoAwayDrainTests {
     /// Runs `body` with a pool of one connection of `streams` streams to a server answering with
-    /// `handler`, and a group of pushes whose deadline is `deadline` from now.
-    static func withServer(_ handler: HTTP2RequestHandler, streams: Int, deadline: Duration,
+    /// `handler`, and a group of pushes whose deadline is `deadline` from now (none if nil);
+    /// `requestTimeout`, if given, bounds each request once sent.
+    static func withServer(_ handler: HTTP2RequestHandler, streams: Int, deadline: Duration?, requestTimeout: Duration? = nil,
                            _ body: (ConnectionPool, PushGroup) throws -> Void) throws {
         try withGoAwayServer(handler) { port in
             var pool = PoolConfiguration(host: "127.0.0.1", port: port, tls: try TLSConfiguration.client(caFile: PoolFaultTests.certificates.ca))
             pool.connections = 1
             pool.threads = 1
             pool.streamsPerConnection = streams
+            if let requestTimeout { pool.requestTimeout = requestTimeout }
             let group = PushGroup(label: "x", headers: [("apns-push-type", "alert"), ("apns-topic", "com.example.eew")],
-                                  body: Array(#"{"aps":{"alert":"hi"}}"#.utf8), deadline: MonotonicInstant.now() + deadline,
+                                  body: Array(#"{"aps":{"alert":"hi"}}"#.utf8), deadline: deadline.map { MonotonicInstant.now() + $0 },
                                   resendUnknown: false)
             try body(try ConnectionPool(configuration: pool), group)
         }
@@ -335,12 +337,19 @@ extension GoAwayDrainTests {
     /// past that the oldest ends at once, its held push unknown, so a storm of GOAWAYs with slow
     /// answers does not pile up open connections. Every push still ends once, the held ones
     /// unknown or expired and the rest delivered.
+    ///
+    /// A held answer ends by the request timeout (4 s from its send), not by a group deadline: a
+    /// deadline counts from the start, and where the storm takes longer than that (under TSan on a
+    /// loaded 2-core machine, 13–19 connections in 4 s instead of 60 or so) every push still queued
+    /// expired too, 160–235 of them, and `held <= connections` failed for a slow clock, not a
+    /// sender that holds more than one answer per connection. The safety-net wait is long for the
+    /// same reason; a drain that held the slot until its answer (4 s per connection) still misses it.
     @Test func drainsAreBoundedInAStormOfGoAways() throws {
         let handler = GoAwayStormWithAnswersHeld()
-        try Self.withServer(handler, streams: 10, deadline: .seconds(4)) { sender, group in
+        try Self.withServer(handler, streams: 10, deadline: nil, requestTimeout: .seconds(4)) { sender, group in
             let pushes = 300
             sender.send((0..<pushes).map { PushJob(token: PoolFaultTests.token($0), group: group, id: UInt64($0)) })
-            #expect(sender.waitUntilFinished(timeout: .seconds(20)))
+            #expect(sender.waitUntilFinished(timeout: .seconds(60)))
             let counters = sender.statistics().counters
             sender.shutdown()
             let connections = handler.requestsByConnection.withLock { $0.count }
