@@ -100,7 +100,10 @@ public struct CommandLineParser: Sendable {
         lines.append("\(path) — \(command.summary)")
         lines.append("")
         if command.subcommands.isEmpty || command.run != nil {
-            let positionalText = command.positionals.map { $0.required ? $0.name : "[\($0.name)]" }.joined(separator: " ")
+            // A positional the usage text already places (`fanout`'s "EVENT.json --store DIR …") is not repeated.
+            let placed = Set(command.usage.split(separator: " ").map { String($0) })
+            let positionalText = command.positionals.filter { !placed.contains($0.name) && !placed.contains("[\($0.name)]") }
+                .map { $0.required ? $0.name : "[\($0.name)]" }.joined(separator: " ")
             lines.append("usage: \(path) \(command.usage)\(positionalText.isEmpty ? "" : " " + positionalText)")
         }
         if !command.subcommands.isEmpty {

@@ -107,10 +107,12 @@ enum ServeCommand {
         var writer = JSONWriter()
         writer.beginObject(); writer.key("listen"); writer.beginArray()
         for address in addresses { writer.string(address) }
-        writer.endArray(); writer.endObject()
+        writer.endArray()
+        writer.key("standby"); writer.bool(service.isStandby)
+        writer.endObject()
         invocation.console.print(writer.string)
-        invocation.console.error("sokuho serve: listening on \(addresses.joined(separator: ", ")); apps \(configuration.apps.map { "\($0.bundleID.text) (\($0.environment.rawValue))" }.joined(separator: ", "))")
         let role = service.isStandby ? "standby (sends nothing until promoted), " : ""
+        invocation.console.error("sokuho serve: \(role)listening on \(addresses.joined(separator: ", ")); apps \(configuration.apps.map { "\($0.bundleID.text) (\($0.environment.rawValue))" }.joined(separator: ", "))")
         SystemdNotify.send("READY=1\nSTATUS=\(role)listening on \(addresses.joined(separator: ", "))", environment: invocation.environment)
         while true {
             let signal = SignalWait.next(including: [SIGHUP, SIGUSR1])

@@ -14,6 +14,8 @@ import Testing
     final class Daemon {
         let child: ChildProcess
         let port: Int
+        /// The JSON line the daemon prints first (`listen`, `standby`).
+        let startLine: JSONValue
         let token = "test-admin-token-0123456789abcdef"
 
         /// `extra`: more members of the configuration object, each with a leading comma.
@@ -37,6 +39,7 @@ import Testing
             child = ChildProcess(SimulatorProcessTests.binary, ["serve", "--config", config])
             let line = try #require(child.readLine(timeout: 20), "the daemon printed nothing: \(child.stderr)")
             let parsed = try JSONParser.parse(line)
+            startLine = parsed
             let listen = try #require(parsed["listen"]?.arrayValue?.first?.stringValue, "\(line)")
             port = try #require(Int(listen.split(separator: ":").last ?? ""))
         }

@@ -172,6 +172,11 @@ import Vocabulary
         _ = try Self.registerPhones(scenario)
         let daemon = try Daemon(scenario, extra: #","standby":true"#)
         let configFile = scenario.directory + "/sokuho.json"
+        // Its start says it is a standby (issue 24): in the JSON line and in the summary on stderr.
+        #expect(daemon.startLine["standby"]?.boolValue == true, "\(daemon.startLine)")
+        let summary = "sokuho serve: standby (sends nothing until promoted), listening on"
+        for _ in 0..<500 where !daemon.child.stderr.contains(summary) { usleep(20_000) }  // printed just after the JSON line (≤ 10 s)
+        #expect(daemon.child.stderr.contains(summary), "\(daemon.child.stderr)")
         #expect(daemon.curl("POST", "/v1/events", body: startEvent(key: "eew-usr1", groups: [("region:0", 2, "x")], channel: "null")).status == 503)
         kill(daemon.child.pid, SIGUSR1)
         let primary = Self.poll(daemon, "/v1/events") { _ in

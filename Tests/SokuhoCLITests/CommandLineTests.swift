@@ -45,6 +45,12 @@ import Testing
                 let (subCode, subOut, _) = run(path + [sub.name, "--help"])
                 #expect(subCode == .success, "\(path + [sub.name]) --help")
                 #expect(subOut.contains("usage: sokuho \((path + [sub.name]).joined(separator: " "))"))
+                // Each positional once on the usage line (issue 24: `fanout --help` showed EVENT.json twice).
+                let usage = subOut.split(separator: "\n").first { $0.hasPrefix("usage: ") }.map(String.init) ?? ""
+                for positional in sub.positionals {
+                    let words = usage.split(separator: " ").filter { $0 == positional.name || $0 == "[\(positional.name)]" }
+                    #expect(words.count == 1, "\(path + [sub.name]) --help: '\(positional.name)' \(words.count) times in '\(usage)'")
+                }
                 visit(sub, path + [sub.name])
             }
         }
