@@ -124,6 +124,7 @@ package final class ServiceMetrics: Sendable {
         service.replication?.metrics(into: &text)
         text.family("sokuho_clock_synchronised", .gauge, help: "1 when the kernel says the system clock is synchronised (provider tokens depend on it).")
         text.sample("sokuho_clock_synchronised", [], ClockStatus.current().synchronised ? 1 : 0)
+        ProcessMetrics.render(into: &text)
         return text.text
     }
 

@@ -183,6 +183,14 @@ import Testing
         #expect(metrics.body.contains(#"sokuho_pushes_total{app="com.example.eew/production",kind="start",outcome="delivered"} \#(eligible)"#),
                 "\(metrics.body)")
         #expect(metrics.body.contains(#"sokuho_connections_up{app="com.example.eew/production"} 2"#))
+        // The standard process metrics (issue 24), with values that can be true of this daemon.
+        let openFDs = daemon.metric("process_open_fds") ?? -1, maxFDs = daemon.metric("process_max_fds") ?? -1
+        #expect(openFDs > 3 && openFDs < maxFDs, "open \(openFDs), max \(maxFDs)")
+        #expect((daemon.metric("process_resident_memory_bytes") ?? 0) > 1_000_000)
+        let started = metrics.body.split(separator: "\n").first { $0.hasPrefix("process_start_time_seconds ") }.flatMap { Double($0.split(separator: " ")[1]) } ?? 0
+        let wallNow = Double(time(nil))
+        #expect(started > wallNow - 600 && started <= wallNow + 1, "started \(started), now \(wallNow)")
+        #expect(metrics.body.contains("\nprocess_cpu_seconds_total "), "\(metrics.body)")
         // The same event again: already sent, nothing more on the wire.
         let again = daemon.curl("POST", "/v1/events", body: event)
         #expect(again.status == 200 && again.body.contains(#""alreadySent":true"#), "\(again.body)")
