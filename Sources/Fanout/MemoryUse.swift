@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import IO
 
 /// Resident memory split the way the fan-out's budget is stated: anonymous (the heap: what the
 /// process allocated) and file-backed (the token store's memory map, which the kernel can drop
@@ -13,12 +11,8 @@ public struct MemoryUse: Sendable, Equatable {
 
     public static func current() -> MemoryUse {
         var use = MemoryUse()
-        guard let file = fopen("/proc/self/status", "r") else { return use }
-        defer { fclose(file) }
-        var bytes = [UInt8](repeating: 0, count: 8192)
-        let count = fread(&bytes, 1, bytes.count, file)
-        for line in bytes[..<count].split(separator: UInt8(ascii: "\n")) {
-            let text = String(decoding: line, as: UTF8.self)
+        guard let status = SystemFile.read("/proc/self/status") else { return use }
+        for text in status.split(separator: "\n") {
             let kilobytes = Double(text.filter(\.isNumber)) ?? 0
             if text.hasPrefix("RssAnon:") { use.anonymousMB = kilobytes / 1024 }
             if text.hasPrefix("RssFile:") { use.fileMB = kilobytes / 1024 }

@@ -20,5 +20,12 @@ public enum DescriptorLimit {
         return Int(clamping: limit.rlim_cur)
     }
 
+    /// The soft limit in force (nil when it cannot be read): `/metrics`' `process_max_fds`.
+    public static var current: Int? {
+        var limit = rlimit()
+        guard getrlimit(RLIMIT_NOFILE_VALUE, &limit) == 0 else { return nil }
+        return Int(clamping: limit.rlim_cur)
+    }
+
     private static var RLIMIT_NOFILE_VALUE: __rlimit_resource_t { __rlimit_resource_t(UInt32(RLIMIT_NOFILE.rawValue)) }
 }

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import IO
 
 /// The standard `process_*` metrics every Prometheus client library exports, so the usual alerts
 /// and dashboards work unchanged — above all descriptors near the limit, the exhaustion this
@@ -16,7 +17,7 @@ enum ProcessMetrics {
             text.sample("process_cpu_seconds_total", [], seconds)
         }
         let page = Int(sysconf(Int32(_SC_PAGESIZE)))
-        if let statm = read("/proc/self/statm")?.split(separator: " "), statm.count >= 2,
+        if let statm = SystemFile.read("/proc/self/statm")?.split(separator: " "), statm.count >= 2,
            let virtual = Int(statm[0]), let resident = Int(statm[1]) {
             text.family("process_virtual_memory_bytes", .gauge, help: "Virtual memory size in bytes.")
             text.sample("process_virtual_memory_bytes", [], virtual * page)
@@ -27,10 +28,9 @@ enum ProcessMetrics {
             text.family("process_open_fds", .gauge, help: "Number of open file descriptors.")
             text.sample("process_open_fds", [], open)
         }
-        var limit = rlimit()
-        if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 {
+        if let limit = DescriptorLimit.current {
             text.family("process_max_fds", .gauge, help: "Maximum number of open file descriptors.")
-            text.sample("process_max_fds", [], Int(clamping: limit.rlim_cur))
+            text.sample("process_max_fds", [], limit)
         }
         if let start = startTime() {
             text.family("process_start_time_seconds", .gauge, help: "Start time of the process since unix epoch in seconds.")
@@ -53,25 +53,12 @@ enum ProcessMetrics {
     /// Boot time (/proc/stat `btime`) plus the process's start in clock ticks after boot
     /// (/proc/self/stat field 22, counted after the parenthesised command name, which may hold spaces).
     private static func startTime() -> Double? {
-        guard let stat = read("/proc/self/stat"), let close = stat.lastIndex(of: ")"),
-              let boot = read("/proc/stat")?.split(separator: "\n").first(where: { $0.hasPrefix("btime ") })?.split(separator: " ").last.flatMap({ Double($0) })
+        guard let stat = SystemFile.read("/proc/self/stat"), let close = stat.lastIndex(of: ")"),
+              let boot = SystemFile.read("/proc/stat")?.split(separator: "\n").first(where: { $0.hasPrefix("btime ") })?.split(separator: " ").last.flatMap({ Double($0) })
         else { return nil }
         // After ") " come field 3 (state) onwards: field 22 is the 20th of them.
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         guard fields.count >= 20, let ticks = Double(fields[19]) else { return nil }
         return boot + ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
-
-    private static func read(_ path: String) -> String? {
-        guard let file = fopen(path, "r") else { return nil }
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = fread(&chunk, 1, chunk.count, file)
-            if count == 0 { break }
-            bytes += chunk[..<count]
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }
