@@ -31,6 +31,9 @@ public struct FanoutReport: Sendable, Equatable {
     public var duplicatesAvoided = 0
     /// Starts not sent again after a restart because APNs had answered them before.
     public var answeredBeforeRestart = 0
+    /// Starts an interrupted run held for a back-off resend (answered 429/5xx, on no connection),
+    /// sent by the run that resumed it whatever `onUnknown` says: no phone can get two.
+    public var resentAfterBackOff = 0
     public var broadcasts = 0
     public var fallbackAlerts = 0
     /// Tokens APNs called bad that were kept because the circuit breaker tripped.
@@ -70,6 +73,7 @@ public struct FanoutReport: Sendable, Equatable {
         sum.skippedByBudget += earlier.skippedByBudget
         sum.duplicatesAvoided += earlier.duplicatesAvoided
         sum.answeredBeforeRestart += earlier.answeredBeforeRestart
+        sum.resentAfterBackOff += earlier.resentAfterBackOff
         sum.broadcasts += earlier.broadcasts
         sum.fallbackAlerts += earlier.fallbackAlerts
         sum.pruneWithheld += earlier.pruneWithheld
@@ -106,7 +110,8 @@ public struct FanoutReport: Sendable, Equatable {
     private var counts: [(String, Int)] {
         [("targets", targets), ("delivered", delivered), ("retried", retried), ("unknown", unknown),
          ("resentAfterUnknown", resentAfterUnknown), ("expired", expired), ("skippedByBudget", skippedByBudget),
-         ("duplicatesAvoided", duplicatesAvoided), ("answeredBeforeRestart", answeredBeforeRestart), ("broadcasts", broadcasts),
+         ("duplicatesAvoided", duplicatesAvoided), ("answeredBeforeRestart", answeredBeforeRestart),
+         ("resentAfterBackOff", resentAfterBackOff), ("broadcasts", broadcasts),
          ("fallbackAlerts", fallbackAlerts), ("pruneWithheld", pruneWithheld), ("tokensRemoved", tokensRemoved)]
     }
 
@@ -120,6 +125,7 @@ public struct FanoutReport: Sendable, Equatable {
         targets = int("targets"); delivered = int("delivered"); retried = int("retried"); unknown = int("unknown")
         resentAfterUnknown = int("resentAfterUnknown"); expired = int("expired"); skippedByBudget = int("skippedByBudget")
         duplicatesAvoided = int("duplicatesAvoided"); answeredBeforeRestart = int("answeredBeforeRestart")
+        resentAfterBackOff = int("resentAfterBackOff")
         broadcasts = int("broadcasts"); fallbackAlerts = int("fallbackAlerts"); pruneWithheld = int("pruneWithheld")
         tokensRemoved = int("tokensRemoved")
         for (key, member) in value["pruned"]?.objectMembers ?? [] { pruned[key] = Int(member.int64Value ?? 0) }
@@ -144,6 +150,7 @@ public struct FanoutReport: Sendable, Equatable {
         lines.append("expired       \(expired)")
         lines.append("retried       \(retried)")
         lines.append("not sent      \(skippedByBudget) over the start budget, \(duplicatesAvoided) duplicates avoided, \(answeredBeforeRestart) answered before a restart")
+        if resentAfterBackOff > 0 { lines.append("resumed       \(resentAfterBackOff) held for a back-off resend when the earlier run stopped, sent now") }
         if pruneWithheld > 0 { lines.append("withheld      \(pruneWithheld) bad-token answers not pruned (circuit breaker)") }
         func ms(_ value: Double?) -> String { value.map { "\(Int($0.rounded())) ms" } ?? "-" }
         lines.append("timing        first push \(ms(firstPushMs)), first answer \(ms(firstAnswerMs)), last answer \(ms(lastAnswerMs)); \(Int(pushesPerSecond.rounded())) pushes/s")

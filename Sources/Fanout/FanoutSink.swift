@@ -103,6 +103,16 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
         log?.write(push, group: groupTopics[slot.group])
     }
 
+    func pushWentOffWire(id: UInt64) { markOffWire(id: id, true) }
+    func pushWentBackOnWire(id: UInt64) { markOffWire(id: id, false) }
+
+    /// A push of a window waits off the wire for a resend, or is written again: the window's next
+    /// checkpoint says which (one lock per retried push, not per push).
+    private func markOffWire(id: UInt64, _ offWire: Bool) {
+        guard let window = slots[Int(id >> PushSlot.sequenceBits)].window else { return }
+        lock.withLock { windows[window].setOffWire(id & ((1 << PushSlot.sequenceBits) - 1), offWire) }
+    }
+
     /// Counts one outcome (under the lock).
     private func record(_ push: CompletedPush, slot: PushSlot) {
         let isBad = push.reason == .badDeviceToken || push.reason == .deviceTokenNotForTopic
@@ -194,6 +204,7 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
             report.answeredBeforeRestart += counts.answeredBeforeRestart
             report.unknown += counts.unknown
             report.resentAfterUnknown += counts.resentAfterUnknown
+            report.resentAfterBackOff += counts.resentAfterBackOff
             report.duplicatesAvoided += counts.duplicatesAvoided
             report.skippedByBudget += counts.skippedByBudget
             report.expired += counts.expired

@@ -6,4 +6,6 @@ struct ScanCounts {
     var answeredBeforeRestart = 0, unknown = 0, duplicatesAvoided = 0, skippedByBudget = 0, expired = 0
     /// Sent again after an unknown outcome (`onUnknown: resend`).
     var resentAfterUnknown = 0
+    /// Sent again because the earlier run held them off the wire for a back-off resend.
+    var resentAfterBackOff = 0
 }

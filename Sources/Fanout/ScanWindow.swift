@@ -18,6 +18,8 @@ struct ScanWindow {
         var kindByte: UInt8 = 0
         var hash: UInt64 = 0
         var answered = false
+        /// Answered "not processed, send again" and waiting for the resend, on no wire.
+        var offWire = false
     }
 
     let topic: String
@@ -66,6 +68,15 @@ struct ScanWindow {
         if sequence == base { advance() }
     }
 
+    /// Records that target `sequence` went off the wire (waits for a back-off resend) or back on
+    /// it. Counts toward the next checkpoint like an answer: a crash while it waits should find
+    /// it recorded, so the run that resumes sends it.
+    mutating func setOffWire(_ sequence: UInt64, _ offWire: Bool) {
+        guard sequence >= base, sequence < head else { return }
+        ring[Int(sequence) & mask].offWire = offWire
+        if offWire { answersSinceCheckpoint += 1 }
+    }
+
     private mutating func advance() {
         var last: Int?
         while base < head, ring[Int(base) & mask].answered {
@@ -80,29 +91,26 @@ struct ScanWindow {
         var completed: [UInt8]
         var submitted: [UInt8]
         var answered: [UInt64]
+        /// Unanswered targets waiting off the wire for a back-off resend.
+        var offWire: [UInt64]
         var isSettled: Bool
     }
 
     /// The window as a checkpoint records it; restarts the count of answers since one.
     mutating func takeCheckpoint() -> Checkpoint {
         answersSinceCheckpoint = 0
-        return Checkpoint(completed: completed, submitted: submitted, answered: answeredHashes, isSettled: isSettled)
+        var answered: [UInt64] = [], offWire: [UInt64] = []
+        var sequence = base
+        while sequence < head {
+            let entry = ring[Int(sequence) & mask]
+            if entry.answered { answered.append(entry.hash) } else if entry.offWire { offWire.append(entry.hash) }
+            sequence += 1
+        }
+        return Checkpoint(completed: completed, submitted: submitted, answered: answered, offWire: offWire, isSettled: isSettled)
     }
 
     /// Whether `entries` more targets fit.
     func hasRoom(for entries: Int) -> Bool { capacity - Int(head - base) >= entries }
-
-    /// Hashes of the answered targets after `completed` (what a restart must not send again).
-    var answeredHashes: [UInt64] {
-        var hashes: [UInt64] = []
-        var sequence = base
-        while sequence < head {
-            let entry = ring[Int(sequence) & mask]
-            if entry.answered { hashes.append(entry.hash) }
-            sequence += 1
-        }
-        return hashes
-    }
 
     /// A target's position in its topic's scan order, as `TopicWatermark.bytes` spells it: token
     /// length, then the index entry (minimum level, kind byte, token). Byte arrays of this form

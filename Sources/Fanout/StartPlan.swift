@@ -8,10 +8,12 @@ struct StartPlan {
     let floor: UInt8?
     let level: UInt8
     /// Where a resumed pass starts (everything up to here has its outcome), and the end of what
-    /// was handed out before the restart, with the answered hashes in between.
+    /// was handed out before the restart, with the answered hashes in between and those that
+    /// waited off the wire for a back-off resend (sent again without doubt).
     let resumeFrom: [UInt8]
     let oldSubmitted: [UInt8]
     let oldAnswered: Set<UInt64>
+    var oldOffWire: Set<UInt64> = []
     /// The window index in the sink, and the sink slots of its starts and fallbacks.
     var window = 0
     var startSlot = 0
@@ -32,7 +34,8 @@ extension StartPlan {
                 // An unfinished pass (a crash, or an earlier serial still fanning out): finish it
                 // first, with this serial's content. Its pending starts are taken over, never dropped.
                 plans.append(StartPlan(group: group, floor: floor, level: scanLevel, resumeFrom: progress.completed,
-                                       oldSubmitted: progress.submitted, oldAnswered: Set(progress.answered)))
+                                       oldSubmitted: progress.submitted, oldAnswered: Set(progress.answered),
+                                       oldOffWire: Set(progress.offWire).subtracting(progress.answered)))
                 floor = max(floor ?? 0, scanLevel)
             }
             if floor.map({ group.level > $0 }) ?? true {

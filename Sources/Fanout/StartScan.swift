@@ -72,6 +72,12 @@ final class StartScanner {
     /// How many of `pending` are sent (the others are handled without a push).
     private var pendingSends = 0
 
+    /// Hashes of the earlier run's off-the-wire pushes this run has handed out again: a resumed
+    /// pass's checkpoints drop them from the earlier run's off-wire list (on the wire now).
+    private(set) var resentOffWire: Set<UInt64> = []
+    /// Those of them in the chunk not yet handed out (a checkpoint before then keeps them off the wire).
+    private var pendingOffWire: [UInt64] = []
+
     /// Windows whose plan has started: only those have progress to record (a plan that never ran
     /// keeps the record it had, e.g. an earlier run's unfinished window).
     private(set) var startedWindows: Set<Int> = []
@@ -121,6 +127,13 @@ final class StartScanner {
                         if plan.oldAnswered.contains(hash) {
                             counts.answeredBeforeRestart += 1
                             entry.answered = true
+                        } else if plan.oldOffWire.contains(hash) {
+                            // Answered "not processed" and waiting for its back-off resend when
+                            // the earlier run died: on no connection, so sending it now cannot
+                            // put a second start on the phone. Kept as off the wire in this run's
+                            // checkpoints until this send is on record (`resentOffWire`).
+                            counts.resentAfterBackOff += 1
+                            pendingOffWire.append(hash)
                         } else if event.onUnknown == .report {
                             // In flight when the earlier run died: it may have arrived. A second
                             // start would put a second activity on the phone.
@@ -206,11 +219,13 @@ final class StartScanner {
         if !cancelled, admitted {
             jobs.reserveCapacity(sends)
             let handed = sink.handOut(pending, window: window, into: &jobs)
+            resentOffWire.formUnion(pendingOffWire)
             progress = self.progress(of: window, handed.checkpoint)
             others = handed.others
         }
         if admitted, jobs.count < sends { gate.release(sends - jobs.count) }
         pending.removeAll(keepingCapacity: true)
+        pendingOffWire.removeAll(keepingCapacity: true)
         pendingSends = 0
         try write(others)
         try write(progress)
@@ -248,30 +263,6 @@ final class StartScanner {
             cancelled = true
             stopped = reason
         }
-    }
-
-    /// The started passes' progress as the store keeps it, read together, and the answers they
-    /// record (their room in the gate goes back once these are written: `settle`).
-    func checkpoint() -> (progress: [StartProgress], released: Int) {
-        let answers = sink.takeAnswers(including: plans.filter { startedWindows.contains($0.window) }.map(\.window))
-        return (answers.checkpoints.compactMap { progress(of: $0.window, $0.checkpoint) }, answers.released)
-    }
-
-    /// A window's progress as the store keeps it (nil: its pass has not started).
-    func progress(of window: Int, _ state: ScanWindow.Checkpoint) -> StartProgress? {
-        guard startedWindows.contains(window), let plan = plans.first(where: { $0.window == window }) else { return nil }
-        var submitted = state.submitted
-        var answered = state.answered
-        // A resumed pass that has not yet passed the end of the earlier run's window must keep
-        // that window (its end and its answers): a crash now would otherwise forget that those
-        // pushes went out, and the next run would send them again.
-        if !plan.oldSubmitted.isEmpty, !ScanWindow.precedesOrEquals(plan.oldSubmitted, submitted) {
-            submitted = plan.oldSubmitted
-            answered += plan.oldAnswered
-        }
-        return StartProgress(eventKey: event.recordKey, topic: plan.group.topic, app: event.app.text, environment: event.environment,
-                             doneLevel: plan.floor, scanLevel: plan.level, completed: state.completed, submitted: submitted,
-                             answered: answered, updatedAt: WallClock.milliseconds())
     }
 
     /// Whether the installation holding this device token also has a push-to-start token.

@@ -188,7 +188,14 @@ package final class ShardWorkers: @unchecked Sendable {
             let local = try service.store.eventRecords(eventKey: recordKey).starts
             var writes: [WriteOperation] = []
             for (topic, record) in saved {
-                guard let progress = try? StartProgress(eventKey: recordKey, topic: topic, recordBytes: record) else { continue }
+                // One that does not read (damaged, or written by a newer sokuho during an upgrade)
+                // ends the shard with the reason: resuming it from scratch would start again every
+                // phone the checkpoint says got its start.
+                let progress: StartProgress
+                do { progress = try StartProgress(eventKey: recordKey, topic: topic, recordBytes: record) } catch {
+                    return ClusterEvents.errorReport("the shard's checkpoint of topic '\(topic)' could not be read (\(error.description)); "
+                                                     + "the shard is not resumed: from scratch it would start its phones twice")
+                }
                 if let own = local.first(where: { $0.topic == topic }), own.updatedAt >= progress.updatedAt { continue }
                 writes.append(.putStartProgress(progress))
             }

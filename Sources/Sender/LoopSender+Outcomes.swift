@@ -18,10 +18,12 @@ extension LoopSender {
         case let .retry(delay):
             job.attempts += 1
             counters.retries += 1
+            wentOffWire(&job)
             requeue(job, after: delay, now: now, status: status, reason: reason, kept: kept)
         case .resendRefused:
             job.resends += 1
             counters.refusedResends += 1
+            wentOffWire(&job)
             requeue(job, after: .zero, now: now, status: status, reason: reason, kept: kept)
         case .resendUnknown:
             job.resends += 1
@@ -33,8 +35,17 @@ extension LoopSender {
             counters.refusedResends += 1
             slot.retire = true
             slot.connection.close()
+            wentOffWire(&job)
             requeue(job, after: delay, now: now, status: status, reason: reason, kept: kept)
         }
+    }
+
+    /// The answer said the push was not processed: until it is written again no connection holds
+    /// it, and its sink may record that (a resumed run then sends it without doubling it).
+    private func wentOffWire(_ job: inout PushJob) {
+        guard !job.offWire else { return }
+        job.offWire = true
+        (job.group.sink ?? sink)?.pushWentOffWire(id: job.id)
     }
 
     /// `kept`: the answer that caused the requeue, reported if the deadline ends the push instead.

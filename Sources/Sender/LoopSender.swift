@@ -233,6 +233,10 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
                 ready.pushFront(job)
                 return
             }
+            if job.offWire {
+                job.offWire = false
+                (job.group.sink ?? sink)?.pushWentBackOnWire(id: job.id)
+            }
             slot.jobs[stream] = job
             slot.inFlight += 1
             budget -= 1

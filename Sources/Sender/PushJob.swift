@@ -14,6 +14,10 @@ public struct PushJob: Sendable {
     var resends: UInt16 = 0
     /// Whether it was resent after an unknown outcome (a delivery may then be a duplicate).
     var resentAfterUnknown = false
+    /// Whether it waits for a resend after an answer that says it was not processed (429/5xx,
+    /// REFUSED_STREAM, a connection to retire): not on any wire, so a crash now cannot have
+    /// delivered it. Its sink is told when it goes off and back on a wire.
+    var offWire = false
     /// Monotonic ns (`MonotonicInstant.nanoseconds`) before which it must not be sent (back-off);
     /// kept as the raw word because the delay heap compares it on every turn.
     var notBefore: UInt64 = 0
@@ -78,4 +82,15 @@ public struct KeptAnswer: Sendable {
 /// Receives every push's final outcome on the loop thread that finished it. Keep it cheap.
 public protocol PushOutcomeSink: AnyObject, Sendable {
     func pushCompleted(_ push: CompletedPush)
+    /// Push `id` was answered "not processed, send again" (429/5xx in back-off, a refused stream,
+    /// a connection to retire) and waits off every wire: whoever resumes after a crash may send it
+    /// again without risking a second delivery. Only for retried pushes, never per push.
+    func pushWentOffWire(id: UInt64)
+    /// Push `id`, after `pushWentOffWire`, is written to a connection again.
+    func pushWentBackOnWire(id: UInt64)
+}
+
+extension PushOutcomeSink {
+    public func pushWentOffWire(id: UInt64) {}
+    public func pushWentBackOnWire(id: UInt64) {}
 }

@@ -101,11 +101,17 @@ public struct StartProgress: Sendable, Equatable {
     public var submitted: [UInt8]
     /// Token hashes answered between `completed` and `submitted`.
     public var answered: [UInt64]
+    /// Token hashes between `completed` and `submitted` answered "not processed, send again"
+    /// (429/5xx, a refused stream) and waiting for that resend, on no connection: the run that
+    /// resumes sends them whatever the event's `onUnknown` says. Written after `updatedAt` and only
+    /// when not empty, so a record without any reads as before (a sokuho from before this field
+    /// refuses a record with some as "trailing bytes").
+    public var offWire: [UInt64]
     /// Milliseconds since 1970.
     public var updatedAt: UInt64
 
     public init(eventKey: String, topic: String, app: String, environment: Environment, doneLevel: UInt8? = nil, scanLevel: UInt8? = nil, completed: [UInt8] = [],
-                submitted: [UInt8] = [], answered: [UInt64] = [], updatedAt: UInt64) {
+                submitted: [UInt8] = [], answered: [UInt64] = [], offWire: [UInt64] = [], updatedAt: UInt64) {
         self.eventKey = eventKey
         self.topic = topic
         self.app = app
@@ -115,13 +121,14 @@ public struct StartProgress: Sendable, Equatable {
         self.completed = completed
         self.submitted = submitted
         self.answered = answered
+        self.offWire = offWire
         self.updatedAt = updatedAt
     }
 
     var key: [UInt8] { EventRecordKey.topic(eventKey: eventKey, topic: topic) }
 
     var encoded: [UInt8] {
-        var writer = RecordWriter(capacity: 96 + answered.count * 8)
+        var writer = RecordWriter(capacity: 104 + (answered.count + offWire.count) * 8)
         writer.string(app)
         writer.uint8(environment.storeByte)
         writer.uint8(doneLevel == nil ? 0 : 1)
@@ -133,6 +140,10 @@ public struct StartProgress: Sendable, Equatable {
         writer.length(answered.count)
         for hash in answered { writer.uint64(hash) }
         writer.uint64(updatedAt)
+        if !offWire.isEmpty {
+            writer.length(offWire.count)
+            for hash in offWire { writer.uint64(hash) }
+        }
         return writer.bytes
     }
 
@@ -156,6 +167,13 @@ public struct StartProgress: Sendable, Equatable {
         for _ in 0..<count { answered.append(try reader.uint64()) }
         self.answered = answered
         updatedAt = try reader.uint64()
+        var offWire: [UInt64] = []
+        if !reader.isAtEnd {
+            let count = try reader.length()
+            offWire.reserveCapacity(count)
+            for _ in 0..<count { offWire.append(try reader.uint64()) }
+        }
+        self.offWire = offWire
         guard reader.isAtEnd else { throw StoreError.corrupt(path: "", detail: "start progress of event '\(eventKey)' has trailing bytes") }
     }
 }

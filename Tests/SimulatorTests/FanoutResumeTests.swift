@@ -3,6 +3,7 @@ import Glibc
 #endif
 import IO
 import JSONCore
+import Simulator
 import Testing
 
 /// A real `sokuho fanout` process killed with SIGKILL mid-way, then the event run again: the
@@ -55,6 +56,32 @@ import Testing
         #expect(report["unknown"]?.int64Value == 0)
     }
 
+    @Test func startsWaitingForABackOffResendWhenKilledAreSentByTheRerunOnceEvenWithOnUnknownReport() throws {
+        // 30% of pushes answered 429 with Retry-After 2 s: they wait off the wire, holding room in
+        // the gate, and the run stalls with the gate full of them. Killed 0.5 s after 100 accepted,
+        // well inside the 2 s, most of the killed run's unanswered starts provably never reached
+        // APNs; the rerun must send them (`onUnknown: report` holds only for what was on a wire).
+        let killed = try KilledFanout(event: startEvent(groups: [("region:0", 3, "one")]), killAt: 100, phoneCount: 400,
+                                      pause: .milliseconds(500)) { simulator in
+            simulator.faults = [("TooManyRequests", 0.3)]
+            simulator.retryAfterSeconds = 2
+        }
+        let run = killed.scenario.fanout(killed.eventPath, Self.pool)
+        let report = try JSONParser.parse(run.out)
+        let unknown = Int(report["unknown"]?.int64Value ?? -1)
+        let resumed = Int(report["resentAfterBackOff"]?.int64Value ?? -1)
+        let failed = report["failed"]?.objectMembers?.reduce(0) { $0 + Int($1.1.int64Value ?? 0) } ?? -1
+        let (starts, never, twice) = killed.starts()
+        print("back-off at the kill, \(killed.acceptedAtKill) accepted: resent after back-off \(resumed), unknown \(unknown), "
+            + "failed \(failed), never started \(never), twice \(twice)")
+        #expect(resumed > 0, "the rerun sent none of the starts that were waiting for their back-off resend")
+        #expect(twice == 0, "\(twice) phones got two starts")
+        #expect(starts.values.allSatisfy { $0 <= 1 })
+        // What was held off the wire is no longer counted unknown: both together stay in the gate.
+        #expect(unknown + resumed <= Self.inFlightWindow, "unknown \(unknown), resent after back-off \(resumed)")
+        #expect(never <= unknown + failed, "\(never) phones never got a start; unknown \(unknown), failed \(failed)")
+    }
+
     @Test func answersSlowerThanACheckpointIntervalNeverPutMoreThanTheWindowInFlight() throws {
         // 1 connection × 10 streams and 1.5 s per answer: about 7 answers a second, and a gate of
         // 10 + 16 (the wire and the smallest batch). Waiting for room takes longer than the 1 s
@@ -105,9 +132,14 @@ final class KilledFanout {
     /// Pushes the simulator accepted before the rerun (the killed run's, its last answers included).
     private(set) var acceptedAtKill = 0
 
+    /// `pause`: how long the run goes on after `killAt` accepted pushes before the kill.
     init(event: String, killAt: Int, phoneCount: Int = FanoutResumeTests.phoneCount, latency: Duration = .milliseconds(20),
-         pool: [String] = FanoutResumeTests.pool) throws {
-        scenario = try FanoutScenario { $0.latency = latency }
+         pool: [String] = FanoutResumeTests.pool, pause: Duration = .zero,
+         simulator configure: @escaping (inout SimulatorConfiguration) -> Void = { _ in }) throws {
+        scenario = try FanoutScenario {
+            $0.latency = latency
+            configure(&$0)
+        }
         phones = (0..<phoneCount).map { FanoutScenario.token($0) }
         try scenario.register(phones.enumerated().map { n, token in
             FanoutScenario.Phone(id: "install-\(n)", token: token, topics: [("region:0", 0)], broadcast: n % 2 == 0)
@@ -118,6 +150,7 @@ final class KilledFanout {
         let lines = LineCounter(path: scenario.log)
         let giveUp = MonotonicInstant.now() + .seconds(30)
         while lines.count() < killAt && MonotonicInstant.now() < giveUp { usleep(2_000) }
+        if pause > .zero { usleep(UInt32(pause.components.seconds * 1_000_000 + pause.components.attoseconds / 1_000_000_000_000)) }
         kill(child.pid, SIGKILL)
         let status = child.wait()
         try #require(status == 128 + SIGKILL, "the fan-out ended before the kill (exit \(status)): \(child.stderr)")
