@@ -69,12 +69,13 @@ struct ScanWindow {
     }
 
     /// Records that target `sequence` went off the wire (waits for a back-off resend) or back on
-    /// it. Counts toward the next checkpoint like an answer: a crash while it waits should find
-    /// it recorded, so the run that resumes sends it.
+    /// it. Both count toward the next checkpoint like an answer: a crash while it waits should
+    /// find it recorded, so the run that resumes sends it; and once it is written again, the
+    /// sooner a checkpoint says so, the smaller the chance that a resumed run sends it a second time.
     mutating func setOffWire(_ sequence: UInt64, _ offWire: Bool) {
-        guard sequence >= base, sequence < head else { return }
+        guard sequence >= base, sequence < head, ring[Int(sequence) & mask].offWire != offWire else { return }
         ring[Int(sequence) & mask].offWire = offWire
-        if offWire { answersSinceCheckpoint += 1 }
+        answersSinceCheckpoint += 1
     }
 
     private mutating func advance() {
