@@ -49,7 +49,8 @@ extension EventRun {
         var numbered: [StartPlan] = []
         for var plan in plans {
             plan.window = windows.count
-            windows.append(ScanWindow(topic: plan.group.topic, capacity: max(16_384, 4 * gate.limit), completed: plan.resumeFrom))
+            windows.append(ScanWindow(topic: plan.group.topic, capacity: max(16_384, 4 * gate.limit), completed: plan.resumeFrom,
+                                      firstSegment: plan.firstSegment))
             plan.startSlot = slots.count
             slots.append(PushSlot(purpose: .start, group: plan.group.index, window: plan.window, kind: .pushToStart))
             plan.fallbackSlot = slots.count

@@ -27,7 +27,7 @@ extension EventRun {
 
         let started = scanner.plans.filter { scanner.startedWindows.contains($0.window) }
         var writes: [WriteOperation] = []
-        for (plan, window) in zip(started, sink.checkpoints(of: started.map(\.window))) {
+        for (plan, window) in zip(started, sink.finalCheckpoints(of: started.map(\.window))) {
             if stopped == nil && window.isSettled {
                 writes.append(.putStartProgress(StartProgress(eventKey: event.recordKey, topic: plan.group.topic, app: event.app.text,
                                                               environment: event.environment, doneLevel: plan.level,

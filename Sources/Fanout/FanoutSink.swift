@@ -294,9 +294,9 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
         }
     }
 
-    /// The windows' checkpoints, read together.
-    func checkpoints(of windows: [Int]) -> [ScanWindow.Checkpoint] {
-        lock.withLock { windows.map { self.windows[$0].takeCheckpoint() } }
+    /// The windows' final checkpoints (each the whole set), read together.
+    func finalCheckpoints(of windows: [Int]) -> [ScanWindow.Checkpoint] {
+        lock.withLock { windows.map { self.windows[$0].takeCheckpoint(final: true) } }
     }
 
     // MARK: The end

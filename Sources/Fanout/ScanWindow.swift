@@ -1,4 +1,5 @@
 import Sender
+import TokenStore
 import Vocabulary
 
 /// The targets of one topic scan between the last checkpointed position and the scan's head, in
@@ -34,8 +35,23 @@ struct ScanWindow {
     private(set) var submitted: [UInt8]
     /// Answers since the last checkpoint (the producer checkpoints every second or 1,000 answers).
     private(set) var answersSinceCheckpoint = 0
+    /// Hashes answered (or entered answered) since the last checkpoint: what the next one writes
+    /// as its segment (`AnswerLog`).
+    private var newlyAnswered: [UInt64] = []
+    /// Answered entries between `base` and `head`: what a folded segment holds.
+    private var answeredInWindow = 0
+    /// Unanswered entries off the wire: a checkpoint that neither folds nor has any to list
+    /// reads only `newlyAnswered`, not the window.
+    private var offWireCount = 0
+    /// The answer log (nil: every checkpoint carries the whole set, e.g. a topic two passes share).
+    private var log: (next: UInt32, firstKept: UInt32, keptHashes: Int)?
+    /// A checkpoint folds the kept segments into one once they hold this many hashes and more
+    /// than twice the window's answered entries: each answer is then written about 1.5 times,
+    /// not once per chunk while it waits in the window.
+    static let foldAtLeast = 4096
 
-    init(topic: String, capacity: Int, completed: [UInt8]) {
+    /// `firstSegment`: where the answer log numbers on from (nil: no log, the whole set each time).
+    init(topic: String, capacity: Int, completed: [UInt8], firstSegment: UInt32? = nil) {
         self.topic = topic
         var size = 1024
         while size < capacity { size <<= 1 }
@@ -43,6 +59,9 @@ struct ScanWindow {
         mask = size - 1
         self.completed = completed
         submitted = completed
+        // The first checkpoint folds: it drops whatever an earlier run left (its answers are the
+        // plan's to add back, `StartScanner.progress(of:)`).
+        log = firstSegment.map { (next: $0, firstKept: $0, keptHashes: Int.max / 2) }
     }
 
     var capacity: Int { ring.count }
@@ -56,15 +75,25 @@ struct ScanWindow {
         ring[Int(sequence) & mask] = entry
         head += 1
         submitted = Self.position(of: entry)
-        if entry.answered && sequence == base { advance() }
+        if entry.answered {
+            noteAnswered(entry.hash)
+            if sequence == base { advance() }
+        }
         return sequence
+    }
+
+    private mutating func noteAnswered(_ hash: UInt64) {
+        answeredInWindow += 1
+        if log != nil { newlyAnswered.append(hash) }
     }
 
     /// Records the answer of target `sequence`.
     mutating func answer(_ sequence: UInt64) {
-        guard sequence >= base, sequence < head else { return }
+        guard sequence >= base, sequence < head, !ring[Int(sequence) & mask].answered else { return }
+        if ring[Int(sequence) & mask].offWire { offWireCount -= 1 }
         ring[Int(sequence) & mask].answered = true
         answersSinceCheckpoint += 1
+        noteAnswered(ring[Int(sequence) & mask].hash)
         if sequence == base { advance() }
     }
 
@@ -73,8 +102,9 @@ struct ScanWindow {
     /// find it recorded, so the run that resumes sends it; and once it is written again, the
     /// sooner a checkpoint says so, the smaller the chance that a resumed run sends it a second time.
     mutating func setOffWire(_ sequence: UInt64, _ offWire: Bool) {
-        guard sequence >= base, sequence < head, ring[Int(sequence) & mask].offWire != offWire else { return }
+        guard sequence >= base, sequence < head, !ring[Int(sequence) & mask].answered, ring[Int(sequence) & mask].offWire != offWire else { return }
         ring[Int(sequence) & mask].offWire = offWire
+        offWireCount += offWire ? 1 : -1
         answersSinceCheckpoint += 1
     }
 
@@ -83,6 +113,7 @@ struct ScanWindow {
         while base < head, ring[Int(base) & mask].answered {
             last = Int(base) & mask
             base += 1
+            answeredInWindow -= 1
         }
         if let last { completed = Self.position(of: ring[last]) }
     }
@@ -91,23 +122,47 @@ struct ScanWindow {
     struct Checkpoint {
         var completed: [UInt8]
         var submitted: [UInt8]
+        /// The answers it writes: with `answerLog`, those since the previous checkpoint (or, when
+        /// it folds, every answer after `completed`); without, every answer after `completed`.
         var answered: [UInt64]
+        var answerLog: AnswerLog?
         /// Unanswered targets waiting off the wire for a back-off resend.
         var offWire: [UInt64]
         var isSettled: Bool
+
+        /// Whether it drops every earlier segment (its answers are the whole set).
+        var isWhole: Bool { answerLog.map { $0.segment == $0.firstKept } ?? true }
     }
 
-    /// The window as a checkpoint records it; restarts the count of answers since one.
-    mutating func takeCheckpoint() -> Checkpoint {
+    /// The window as a checkpoint records it; restarts the count of answers since one. `final`:
+    /// the whole set without a log (a run's last record of a pass it did not finish).
+    mutating func takeCheckpoint(final: Bool = false) -> Checkpoint {
         answersSinceCheckpoint = 0
         var answered: [UInt64] = [], offWire: [UInt64] = []
-        var sequence = base
+        var answerLog: AnswerLog?
+        let whole: Bool
+        if final || log == nil {
+            whole = true
+            if final { log = nil }
+        } else if let current = log, current.keptHashes + newlyAnswered.count >= max(Self.foldAtLeast, 2 * answeredInWindow) {
+            whole = true
+            answerLog = AnswerLog(segment: current.next, firstKept: current.next)
+            log = (current.next + 1, current.next, answeredInWindow)
+        } else {
+            whole = false
+            let current = log!
+            answerLog = AnswerLog(segment: current.next, firstKept: current.firstKept)
+            if !newlyAnswered.isEmpty { log = (current.next + 1, current.firstKept, current.keptHashes + newlyAnswered.count) }
+            answered = newlyAnswered
+        }
+        newlyAnswered.removeAll(keepingCapacity: true)
+        var sequence = whole || offWireCount > 0 ? base : head
         while sequence < head {
             let entry = ring[Int(sequence) & mask]
-            if entry.answered { answered.append(entry.hash) } else if entry.offWire { offWire.append(entry.hash) }
+            if entry.answered { if whole { answered.append(entry.hash) } } else if entry.offWire { offWire.append(entry.hash) }
             sequence += 1
         }
-        return Checkpoint(completed: completed, submitted: submitted, answered: answered, offWire: offWire, isSettled: isSettled)
+        return Checkpoint(completed: completed, submitted: submitted, answered: answered, answerLog: answerLog, offWire: offWire, isSettled: isSettled)
     }
 
     /// Whether `entries` more targets fit.

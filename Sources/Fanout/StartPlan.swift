@@ -14,6 +14,10 @@ struct StartPlan {
     let oldSubmitted: [UInt8]
     let oldAnswered: Set<UInt64>
     var oldOffWire: Set<UInt64> = []
+    /// Where this pass's answer log numbers on from: past the segments an earlier run left
+    /// (`AnswerLog`); nil when another pass of this run shares the topic (both would write the
+    /// same record's segments): its checkpoints then carry the whole set.
+    var firstSegment: UInt32? = 0
     /// The window index in the sink, and the sink slots of its starts and fallbacks.
     var window = 0
     var startSlot = 0
@@ -35,12 +39,16 @@ extension StartPlan {
                 // first, with this serial's content. Its pending starts are taken over, never dropped.
                 plans.append(StartPlan(group: group, floor: floor, level: scanLevel, resumeFrom: progress.completed,
                                        oldSubmitted: progress.submitted, oldAnswered: Set(progress.answered),
-                                       oldOffWire: Set(progress.offWire).subtracting(progress.answered)))
+                                       oldOffWire: Set(progress.offWire).subtracting(progress.answered),
+                                       firstSegment: progress.answerLog.map { $0.segment + 1 } ?? 0))
                 floor = max(floor ?? 0, scanLevel)
             }
             if floor.map({ group.level > $0 }) ?? true {
                 plans.append(StartPlan(group: group, floor: floor, level: group.level, resumeFrom: [], oldSubmitted: [], oldAnswered: []))
             }
+        }
+        for index in plans.indices where plans.filter({ $0.group.topic == plans[index].group.topic }).count > 1 {
+            plans[index].firstSegment = nil
         }
         return plans
     }

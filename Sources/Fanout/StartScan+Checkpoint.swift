@@ -20,13 +20,15 @@ extension StartScanner {
         // that window (its end, its answers, what waited off the wire and is not sent again yet):
         // a crash now would otherwise forget that those pushes went out, and the next run would
         // send them again — or count unknown a push that provably never arrived.
+        // (Its answers go into every checkpoint that holds the whole set; one that writes only
+        // the answers since the last keeps the segment that holds them.)
         if !plan.oldSubmitted.isEmpty, !ScanWindow.precedesOrEquals(plan.oldSubmitted, submitted) {
             submitted = plan.oldSubmitted
-            answered += plan.oldAnswered
+            if state.isWhole { answered += plan.oldAnswered }
             offWire += plan.oldOffWire.subtracting(resentOffWire)
         }
         return StartProgress(eventKey: event.recordKey, topic: plan.group.topic, app: event.app.text, environment: event.environment,
                              doneLevel: plan.floor, scanLevel: plan.level, completed: state.completed, submitted: submitted,
-                             answered: answered, offWire: offWire, updatedAt: WallClock.milliseconds())
+                             answered: answered, offWire: offWire, updatedAt: WallClock.milliseconds(), answerLog: state.answerLog)
     }
 }

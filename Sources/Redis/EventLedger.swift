@@ -153,33 +153,80 @@ extension RedisConnection {
     /// `sokuho:progress:<key>/<shard>/<count>`: topic → the store's start-progress record.
     public static func shardProgressKey(_ eventKey: String, shard: Int, count: Int) -> String { "sokuho:progress:\(eventKey)/\(shard)/\(count)" }
 
+    /// A checkpoint's answer segment (the start records' `AnswerLog`): its number, the lowest
+    /// segment still needed (the ones below are dropped), and its hashes as the store encodes them.
+    public struct AnswerSegment: Sendable, Equatable {
+        public var number: UInt32
+        public var firstKept: UInt32
+        public var bytes: [UInt8]
+
+        public init(number: UInt32, firstKept: UInt32, bytes: [UInt8]) {
+            self.number = number
+            self.firstKept = firstKept
+            self.bytes = bytes
+        }
+    }
+
     /// Records a checkpoint of shard `shard` under fencing token `fence` — refused (false) when a
     /// later holder's token is recorded for the serial: this node is no longer the shard's holder.
+    /// `answers`: the checkpoint's answer segment, written beside the record under field
+    /// topic NUL number (topics hold no control characters), the segments below its `firstKept`
+    /// dropped; nil (the record holds every answer) drops them all. Fields topic NUL "k" and
+    /// topic NUL "n" keep the lowest and highest segment numbers, so dropping never scans.
     public func saveShardProgress(key: String, serial: UInt32, shard: Int, count: Int, fence: Int64, topic: String,
-                                  record: [UInt8]) throws(RedisError) -> Bool {
+                                  record: [UInt8], answers: AnswerSegment? = nil) throws(RedisError) -> Bool {
         let script = """
             local seen = tonumber(redis.call('HGET', KEYS[1], 'f' .. ARGV[1]) or '0')
             if tonumber(ARGV[2]) < seen then return 0 end
-            redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
+            local topic = ARGV[3]
+            redis.call('HSET', KEYS[2], topic, ARGV[4])
+            local low = tonumber(redis.call('HGET', KEYS[2], topic .. '\0k') or '0')
+            local high = tonumber(redis.call('HGET', KEYS[2], topic .. '\0n') or '-1')
+            local keep = high + 1
+            if ARGV[6] ~= '' then
+                local number = tonumber(ARGV[6])
+                if ARGV[8] ~= '' then
+                    redis.call('HSET', KEYS[2], topic .. '\0' .. number, ARGV[8])
+                    if number > high then high = number end
+                end
+                keep = tonumber(ARGV[7])
+            end
+            for number = low, math.min(keep, high + 1) - 1 do redis.call('HDEL', KEYS[2], topic .. '\0' .. number) end
+            if ARGV[6] ~= '' then
+                redis.call('HSET', KEYS[2], topic .. '\0k', math.max(low, keep), topic .. '\0n', high)
+            else
+                redis.call('HDEL', KEYS[2], topic .. '\0k', topic .. '\0n')
+            end
             redis.call('PEXPIRE', KEYS[2], ARGV[5])
             return 1
             """
+        let segment: [RedisArgument] = answers.map { [.integer(Int($0.number)), .integer(Int($0.firstKept)), .data($0.bytes)] }
+            ?? [.text(""), .text(""), .text("")]
         let reply = try eval(script, keys: [ClusterKeys.eventShards(key, serial: serial), Self.shardProgressKey(key, shard: shard, count: count)],
-                             arguments: [.integer(shard), .integer(fence), .text(topic), .data(record), .milliseconds(Self.eventRetention)])
+                             arguments: [.integer(shard), .integer(fence), .text(topic), .data(record), .milliseconds(Self.eventRetention)] + segment)
         guard case let .integer(saved) = reply else { throw .unexpectedReply(command: "EVAL (save shard progress)", reply: reply.description) }
         return saved == 1
     }
 
-    /// The shard's recorded checkpoints, by topic.
-    public func shardProgress(key: String, shard: Int, count: Int) throws(RedisError) -> [(topic: String, record: [UInt8])] {
+    /// The shard's recorded checkpoints, by topic, each with its answer segments (number, bytes).
+    public func shardProgress(key: String, shard: Int, count: Int) throws(RedisError)
+        -> [(topic: String, record: [UInt8], segments: [(number: UInt32, bytes: [UInt8])])] {
         let reply = try command(["HGETALL", .text(Self.shardProgressKey(key, shard: shard, count: count))])
         guard case let .array(items) = reply else { throw .unexpectedReply(command: "HGETALL", reply: reply.description) }
-        var result: [(topic: String, record: [UInt8])] = []
+        var records: [(topic: String, record: [UInt8])] = []
+        var segments: [String: [(number: UInt32, bytes: [UInt8])]] = [:]
         var index = 0
         while index + 1 < items.count {
-            if let topic = items[index].text, case let .bytes(record) = items[index + 1] { result.append((topic, record)) }
+            if let field = items[index].text, case let .bytes(value) = items[index + 1] {
+                if let nul = field.utf8.firstIndex(of: 0) {
+                    let topic = String(field[..<nul])
+                    if let number = UInt32(String(field[field.utf8.index(after: nul)...])) { segments[topic, default: []].append((number, value)) }
+                } else {
+                    records.append((field, value))
+                }
+            }
             index += 2
         }
-        return result
+        return records.map { ($0.topic, $0.record, segments[$0.topic] ?? []) }
     }
 }

@@ -187,17 +187,22 @@ package final class ShardWorkers: @unchecked Sendable {
             let saved = try link.run { connection throws(RedisError) in try connection.shardProgress(key: key, shard: shard.index, count: shard.count) }
             let local = try service.store.eventRecords(eventKey: recordKey).starts
             var writes: [WriteOperation] = []
-            for (topic, record) in saved {
+            for (topic, record, segments) in saved {
                 // One that does not read (damaged, or written by a newer sokuho during an upgrade)
                 // ends the shard with the reason: resuming it from scratch would start again every
                 // phone the checkpoint says got its start.
                 let progress: StartProgress
-                do { progress = try StartProgress(eventKey: recordKey, topic: topic, recordBytes: record) } catch {
+                do {
+                    progress = try StartProgress(eventKey: recordKey, topic: topic, recordBytes: record).merging(segments: segments.map {
+                        (segment) throws(StoreError) in
+                        (segment.number, try AnswerLog.decode(segment.bytes, what: "answer segment \(segment.number) of topic '\(topic)'"))
+                    })
+                } catch {
                     return ClusterEvents.errorReport("the shard's checkpoint of topic '\(topic)' could not be read (\(error.description)); "
                                                      + "the shard is not resumed: from scratch it would start its phones twice")
                 }
                 if let own = local.first(where: { $0.topic == topic }), own.updatedAt >= progress.updatedAt { continue }
-                writes.append(.putStartProgress(progress))
+                writes.append(.putStartProgress(progress.foldedIntoOneSegment))
             }
             try service.store.write(writes)
         } catch {
@@ -242,7 +247,11 @@ private struct ShardJournal: CheckpointJournal {
         do {
             let saved = try link.run { connection throws(RedisError) in
                 try connection.saveShardProgress(key: key, serial: serial, shard: shard.index, count: shard.count, fence: keeper.lease.token,
-                                                 topic: progress.topic, record: progress.recordBytes)
+                                                 topic: progress.topic, record: progress.recordBytes,
+                                                 answers: progress.answerLog.map {
+                                                     RedisConnection.AnswerSegment(number: $0.segment, firstKept: $0.firstKept,
+                                                                                   bytes: progress.answered.isEmpty ? [] : AnswerLog.encode(progress.answered))
+                                                 })
             }
             return saved ? nil : .leaseLost("the shard was taken over by another node (a later fencing token)")
         } catch {

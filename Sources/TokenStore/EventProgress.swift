@@ -8,8 +8,9 @@ import APNs
 /// - one `StartProgress` per event key and topic: how far the push-to-starts of that topic went.
 ///   All serials of a key share it, because a phone gets one start per event, not per serial.
 ///
-/// Keys: event key NUL "s" serial (u32 big-endian) · event key NUL "t" topic. Event keys never
-/// hold a NUL (`StoreLimits.checkName`), so one key's records sort together.
+/// Keys: event key NUL "s" serial (u32 big-endian) · event key NUL "t" topic · event key NUL "a"
+/// topic NUL segment (u32 big-endian, `AnswerLog`). Event keys and topics never hold a NUL
+/// (`StoreLimits.checkName`), so one key's records sort together.
 public struct EventSerialRecord: Sendable, Equatable {
     public enum Phase: UInt8, Sendable {
         /// Fanning out, or interrupted (a crash): running the event again resumes it.
@@ -109,9 +110,12 @@ public struct StartProgress: Sendable, Equatable {
     public var offWire: [UInt64]
     /// Milliseconds since 1970.
     public var updatedAt: UInt64
+    /// How `answered` is written and was read: segments (see `AnswerLog`); nil: the whole set in
+    /// this record. Not part of the record's own bytes.
+    public var answerLog: AnswerLog?
 
     public init(eventKey: String, topic: String, app: String, environment: Environment, doneLevel: UInt8? = nil, scanLevel: UInt8? = nil, completed: [UInt8] = [],
-                submitted: [UInt8] = [], answered: [UInt64] = [], offWire: [UInt64] = [], updatedAt: UInt64) {
+                submitted: [UInt8] = [], answered: [UInt64] = [], offWire: [UInt64] = [], updatedAt: UInt64, answerLog: AnswerLog? = nil) {
         self.eventKey = eventKey
         self.topic = topic
         self.app = app
@@ -123,11 +127,14 @@ public struct StartProgress: Sendable, Equatable {
         self.answered = answered
         self.offWire = offWire
         self.updatedAt = updatedAt
+        self.answerLog = answerLog
     }
 
     var key: [UInt8] { EventRecordKey.topic(eventKey: eventKey, topic: topic) }
 
+    /// The record's bytes: with an answer log, without the answers (they go to their segment).
     var encoded: [UInt8] {
+        let answered = answerLog == nil ? self.answered : []
         var writer = RecordWriter(capacity: 104 + (answered.count + offWire.count) * 8)
         writer.string(app)
         writer.uint8(environment.storeByte)
@@ -182,15 +189,19 @@ public struct StartProgress: Sendable, Equatable {
 public enum EventStoreRecord: Sendable, Equatable {
     case serial(EventSerialRecord)
     case start(StartProgress)
+    /// A segment of a start record's answered hashes (`AnswerLog`): kept and swept with it.
+    case answers(eventKey: String, topic: String, segment: UInt32, hashes: [UInt64])
 
     /// Records are kept this long after their last update, to recognise a repeated event (and to
     /// count a phone's recent starts).
     public static let retentionMilliseconds: UInt64 = 7 * 24 * 3600 * 1000
 
-    var updatedAt: UInt64 {
+    /// When it was last written (nil: a segment, which goes with its start record).
+    var updatedAt: UInt64? {
         switch self {
         case let .serial(record): record.updatedAt
         case let .start(progress): progress.updatedAt
+        case .answers: nil
         }
     }
 
@@ -206,6 +217,11 @@ public enum EventStoreRecord: Sendable, Equatable {
             self = .serial(try EventSerialRecord(eventKey: eventKey, serial: serial, decoding: value))
         case UInt8(ascii: "t"):
             self = .start(try StartProgress(eventKey: eventKey, topic: String(decoding: rest, as: UTF8.self), decoding: value))
+        case UInt8(ascii: "a") where rest.count > 5 && rest[rest.endIndex - 5] == 0:
+            let topic = String(decoding: rest[..<(rest.endIndex - 5)], as: UTF8.self)
+            let segment = rest[(rest.endIndex - 4)...].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            let what = "answer segment \(segment) of event '\(eventKey)' topic '\(topic)'"
+            self = .answers(eventKey: eventKey, topic: topic, segment: segment, hashes: try AnswerLog.decode(value, what: what))
         default:
             throw StoreError.corrupt(path: "", detail: "event '\(eventKey)' has a record of an unknown kind")
         }
@@ -222,5 +238,16 @@ enum EventRecordKey {
 
     static func topic(eventKey: String, topic: String) -> [UInt8] {
         prefix(eventKey: eventKey) + [UInt8(ascii: "t")] + Array(topic.utf8)
+    }
+
+    /// Event key NUL "a" topic NUL: every answer segment of one start record (topics hold no NUL).
+    static func answerSegments(eventKey: String, topic: String) -> [UInt8] {
+        prefix(eventKey: eventKey) + [UInt8(ascii: "a")] + Array(topic.utf8) + [0]
+    }
+
+    /// … then the segment number, big-endian so segments sort in number order.
+    static func answerSegment(eventKey: String, topic: String, number: UInt32) -> [UInt8] {
+        answerSegments(eventKey: eventKey, topic: topic)
+            + [UInt8(number >> 24), UInt8(truncatingIfNeeded: number >> 16), UInt8(truncatingIfNeeded: number >> 8), UInt8(truncatingIfNeeded: number)]
     }
 }

@@ -67,6 +67,34 @@ extension RegistryUpdate {
         for key in keys { try txn.delete(databases.events, key) }
     }
 
+    /// A start record, its answers as a segment or in itself (`AnswerLog`), and the segments it
+    /// no longer needs dropped — a cursor over that record's few segments, not a scan.
+    func putStartProgress(_ progress: StartProgress) throws(StoreError) {
+        if let log = progress.answerLog, !progress.answered.isEmpty {
+            try txn.put(databases.events, EventRecordKey.answerSegment(eventKey: progress.eventKey, topic: progress.topic, number: log.segment),
+                        AnswerLog.encode(progress.answered))
+        }
+        try dropAnswerSegments(eventKey: progress.eventKey, topic: progress.topic, below: progress.answerLog?.firstKept ?? .max)
+        try txn.put(databases.events, progress.key, progress.encoded)
+    }
+
+    /// Removes the start record's answer segments numbered below `limit`.
+    private func dropAnswerSegments(eventKey: String, topic: String, below limit: UInt32) throws(StoreError) {
+        let prefix = EventRecordKey.answerSegments(eventKey: eventKey, topic: topic)
+        let keys = try txn.withCursor(databases.events) { cursor throws(StoreError) in
+            var keys: [[UInt8]] = []
+            var position = try cursor.get(MDB_SET_RANGE, key: prefix)
+            while let (key, _) = position, key.count == prefix.count + 4, key.starts(with: prefix) {
+                let number = key[prefix.count...].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+                guard number < limit else { break }
+                keys.append(Array(key))
+                position = try cursor.get(MDB_NEXT)
+            }
+            return keys
+        }
+        for key in keys { try txn.delete(databases.events, key) }
+    }
+
     func sweep(now: UInt64, installationMaxAge: UInt64) throws(StoreError) -> SweepCounts {
         var counts = SweepCounts()
         var expiredInstallations: [String] = []
@@ -89,11 +117,16 @@ extension RegistryUpdate {
         counts.activities = expiredActivities.count
 
         var expiredEvents: [[UInt8]] = []
+        var expiredStarts: [(eventKey: String, topic: String)] = []
         try forEachRecord(databases.events) { key, value throws(StoreError) in
             let record = try EventStoreRecord(key: key, value: value)
-            if record.updatedAt &+ EventStoreRecord.retentionMilliseconds < now { expiredEvents.append(Array(key)) }
+            guard let updatedAt = record.updatedAt, updatedAt &+ EventStoreRecord.retentionMilliseconds < now else { return }
+            expiredEvents.append(Array(key))
+            if case let .start(progress) = record { expiredStarts.append((progress.eventKey, progress.topic)) }
         }
         for key in expiredEvents { try txn.delete(databases.events, key) }
+        // A start record's answer segments go with it.
+        for start in expiredStarts { try dropAnswerSegments(eventKey: start.eventKey, topic: start.topic, below: .max) }
         counts.events = expiredEvents.count
         return counts
     }

@@ -37,7 +37,7 @@ struct RegistryUpdate: ~Copyable {
         case let .putEventSerial(record):
             try txn.put(databases.events, record.key, record.encoded)
         case let .putStartProgress(progress):
-            try txn.put(databases.events, progress.key, progress.encoded)
+            try putStartProgress(progress)
         case let .removeEvent(eventKey):
             try removeEvent(eventKey)
         case let .sweepExpired(now, maxAge):

@@ -100,11 +100,14 @@ extension TokenStore {
             try txn.withCursor(databases.events) { cursor throws(StoreError) in
                 var serials: [EventSerialRecord] = []
                 var starts: [StartProgress] = []
+                // An event key's answer segments ("a") sort before its start records ("t").
+                var segments: [String: [String: [(number: UInt32, hashes: [UInt64])]]] = [:]
                 var position = try prefix.isEmpty ? cursor.get(MDB_FIRST) : cursor.get(MDB_SET_RANGE, key: prefix)
                 while let (key, value) = position, inRange(key) {
                     switch try EventStoreRecord(key: key, value: value) {
                     case let .serial(record): serials.append(record)
-                    case let .start(progress): starts.append(progress)
+                    case let .start(progress): starts.append(progress.merging(segments: segments[progress.eventKey]?[progress.topic] ?? []))
+                    case let .answers(eventKey, topic, segment, hashes): segments[eventKey, default: [:]][topic, default: []].append((segment, hashes))
                     }
                     position = try cursor.get(MDB_NEXT)
                 }

@@ -59,4 +59,34 @@ import Testing
         #expect(try new.shardProgress(key: "k", shard: 0, count: 2).map(\.record) == [[3]])
         #expect(try new.shardProgress(key: "k", shard: 0, count: 4).isEmpty, "another shard count is another split")
     }
+
+    @Test("A checkpoint's answer segments are kept beside it: each write adds only its own, a fold drops those before it, a record holding every answer drops them all", arguments: RedisServerFixture.Server.allCases)
+    func answerSegments(_ kind: RedisServerFixture.Server) throws {
+        let server = try RedisServerFixture(kind)
+        defer { server.stop() }
+        let node = try server.connect()
+        _ = try node.acceptEvent(key: "k", serial: 1, bodyHash: Self.hash, body: Self.body, shards: 1, node: "a", now: 1)
+        func save(_ record: UInt8, _ segment: RedisConnection.AnswerSegment?, topic: String = "region:0") throws -> Bool {
+            try node.saveShardProgress(key: "k", serial: 1, shard: 0, count: 1, fence: 1, topic: topic, record: [record], answers: segment)
+        }
+        func segments(_ topic: String = "region:0") throws -> [UInt32: [UInt8]] {
+            let recorded = try node.shardProgress(key: "k", shard: 0, count: 1).first { $0.topic == topic }
+            return Dictionary(uniqueKeysWithValues: (recorded?.segments ?? []).map { ($0.number, $0.bytes) })
+        }
+        #expect(try save(1, .init(number: 0, firstKept: 0, bytes: [10])))
+        #expect(try save(2, .init(number: 1, firstKept: 0, bytes: [11])))
+        #expect(try save(3, .init(number: 2, firstKept: 0, bytes: [])), "no new answers: no segment")
+        #expect(try save(1, .init(number: 0, firstKept: 0, bytes: [20]), topic: "region:1"))
+        #expect(try segments() == [0: [10], 1: [11]])
+        #expect(try node.shardProgress(key: "k", shard: 0, count: 1).first { $0.topic == "region:0" }?.record == [3])
+        // A fold: segment 2 holds everything still needed; 0 and 1 go, the other topic's stay.
+        #expect(try save(4, .init(number: 2, firstKept: 2, bytes: [12])))
+        #expect(try save(5, .init(number: 3, firstKept: 2, bytes: [13])))
+        #expect(try segments() == [2: [12], 3: [13]])
+        #expect(try segments("region:1") == [0: [20]])
+        // The final record holds every answer itself: every segment of the topic goes.
+        #expect(try save(6, nil))
+        #expect(try segments().isEmpty)
+        #expect(try node.shardProgress(key: "k", shard: 0, count: 1).map(\.topic).sorted() == ["region:0", "region:1"])
+    }
 }
