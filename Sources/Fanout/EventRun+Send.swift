@@ -36,7 +36,7 @@ extension EventRun {
         for plan in books.plans where scanner.stopped == nil {
             try scanner.run(plan)
         }
-        scanner.tally = TokenTally()  // not needed while waiting for the answers: give its memory back
+        scanner.tally = TokenTally(remembering: false)  // not needed while waiting for the answers: give its memory back
         return Sending(sink: books.sink, scanner: scanner, pool: pool, samples: samples, scanStarted: scanStarted)
     }
 

@@ -9,21 +9,36 @@ extension TokenTally {
     /// start budget). Empty when the run has no start passes.
     static func rebuilt(for event: FanoutEvent, plans: [StartPlan], records: [StartProgress], options: FanoutOptions,
                         store: TokenStore) throws(FanoutError) -> TokenTally {
-        var tally = TokenTally()
-        guard !plans.isEmpty else { return tally }
-        for progress in records {
+        guard !plans.isEmpty else { return TokenTally(remembering: false) }
+        // Other recent events' starts, when enough of them could put a phone over the budget.
+        var recentByKey: [String: [StartProgress]] = [:]
+        if let limit = options.startLimit {
+            let since = WallClock.milliseconds() - UInt64(options.startWindow.milliseconds)
+            // A shard's records count as its event's: one event is one start, whichever shard sent it.
+            let recent: [StartProgress]
+            do { recent = try store.startProgress(updatedSince: since) } catch { throw FanoutError(.store, error.description) }
+            let others = recent.filter { eventKey(of: $0) != event.key && $0.app == event.app.text && $0.environment == event.environment }
+            let byKey = Dictionary(grouping: others, by: eventKey(of:))
+            // Fewer recent events than the limit cannot put any phone over it: skip the scan.
+            if byKey.count >= limit { recentByKey = byKey }
+        }
+        // What this event handled before in a topic other than its one pass's: only then, or
+        // with several passes, can a target come twice.
+        let single = plans.count == 1 ? plans[0].group.topic : nil
+        let earlier = records.filter { $0.topic != single && ($0.doneLevel != nil || $0.scanLevel != nil) }
+        let remembering = plans.count > 1 || !earlier.isEmpty || !recentByKey.isEmpty
+        guard remembering else { return TokenTally(remembering: false) }
+        // Sized for every target of every topic it may meet, so it never grows mid-run.
+        var expected = 0
+        let topics = Set(plans.map(\.group.topic) + earlier.map(\.topic) + recentByKey.values.joined().map(\.topic))
+        do {
+            for topic in topics { expected += try store.topicTargetCount(app: event.app.text, environment: event.environment, topic: topic) }
+        } catch { throw FanoutError(.store, error.description) }
+        var tally = TokenTally(expecting: expected)
+        for progress in earlier {
             try forEachHandled(progress, store: store) { hash, _ in tally.markHandled(hash) }
         }
-        guard let limit = options.startLimit else { return tally }
-        let since = WallClock.milliseconds() - UInt64(options.startWindow.milliseconds)
-        // A shard's records count as its event's: one event is one start, whichever shard sent it.
-        let recent: [StartProgress]
-        do { recent = try store.startProgress(updatedSince: since) } catch { throw FanoutError(.store, error.description) }
-        let others = recent.filter { eventKey(of: $0) != event.key && $0.app == event.app.text && $0.environment == event.environment }
-        let byKey = Dictionary(grouping: others, by: eventKey(of:))
-        // Fewer recent events than the limit cannot put any phone over it: skip the scan.
-        guard byKey.count >= limit else { return tally }
-        for (_, progresses) in byKey {
+        for (_, progresses) in recentByKey {
             var once = TokenTally()
             for progress in progresses {
                 try forEachHandled(progress, store: store) { hash, kind in

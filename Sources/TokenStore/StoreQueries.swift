@@ -186,6 +186,23 @@ extension TokenStore {
     }
 
     /// Streams the targets of an event of `level` on `topic`: see `TopicScan`.
+    /// How many targets (tokens of every kind, at every level) subscribe to `topic`: the index's
+    /// duplicate counts, one per token length, without reading the entries.
+    public func topicTargetCount(app: String, environment: Environment, topic: String) throws(StoreError) -> Int {
+        let prefix = StoreKeys.topicPrefix(app: app, environment: environment, topic: topic)
+        return try read { txn throws(StoreError) in
+            try txn.withCursor(databases.topics) { cursor throws(StoreError) in
+                var total = 0
+                var position = try cursor.get(MDB_SET_RANGE, key: prefix)
+                while let (key, _) = position, key.count == prefix.count + 1, key.starts(with: prefix) {
+                    total += try cursor.duplicateCount()
+                    position = try cursor.get(MDB_NEXT_NODUP)
+                }
+                return total
+            }
+        }
+    }
+
     public func scanTopic(app: String, environment: Environment, topic: String, level: UInt8,
                           kind: TokenKind? = nil, after watermark: TopicWatermark? = nil, batch: Int = 4096) -> TopicScan {
         TopicScan(store: self, prefix: StoreKeys.topicPrefix(app: app, environment: environment, topic: topic),
