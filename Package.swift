@@ -31,6 +31,10 @@ let package = Package(
         .target(name: "JSONCore", dependencies: ["Vocabulary"]),
         // The APNs protocol as plain values: requests, Live Activity payloads, responses. No I/O, no C.
         .target(name: "APNs", dependencies: ["JSONCore", "Vocabulary"]),
+        // The FCM HTTP v1 protocol as plain values, like APNs: the service-account file, the OAuth
+        // assertion's header and claims and the token exchange, message templates (prefix + token +
+        // suffix), responses and their one action. No I/O, no C: the RS256 signature is Crypto's.
+        .target(name: "FCM", dependencies: ["JSONCore", "Vocabulary"]),
         // Crypto on mbedTLS: SHA-256, .p8 keys, ES256 provider tokens and their generations, the
         // simulator's certificate authority, TLS configuration. JSONCore parses JWT headers and claims.
         .target(name: "Crypto", dependencies: ["CMbedTLS", "JSONCore", "Vocabulary"]),
@@ -90,6 +94,7 @@ let package = Package(
         .testTarget(name: "HTTPAPITests", dependencies: ["HTTPAPI"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "JSONCore", "Vocabulary"]),
         .testTarget(name: "VocabularyTests", dependencies: ["Vocabulary"]),
+        .testTarget(name: "FCMTests", dependencies: ["FCM", "JSONCore", "Vocabulary"]),
         .testTarget(name: "SenderTests", dependencies: ["Sender", "Simulator", "IO", "HTTP2", "Crypto", "APNs", "Vocabulary"]),
         // Keys, JWTs and certificates checked against independent implementations (openssl, Python).
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "CMbedTLS"], exclude: ["Fixtures"]),
