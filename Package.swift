@@ -74,8 +74,8 @@ let package = Package(
         .target(name: "Fanout", dependencies: ["APNs", "Crypto", "IO", "JSONCore", "Sender", "TokenStore", "Vocabulary"]),
         // The sending engine: connection pool, push jobs, retries, outcomes.
         .target(name: "Sender", dependencies: ["APNs", "IO", "HTTP2", "Crypto", "Vocabulary"]),
-        // The APNs look-alike for tests, demo and benchmarks.
-        .target(name: "Simulator", dependencies: ["APNs", "IO", "HTTP2", "Crypto", "JSONCore", "Vocabulary"]),
+        // The APNs look-alike for tests, demo and benchmarks; it plays FCM too (same port, by path).
+        .target(name: "Simulator", dependencies: ["APNs", "FCM", "IO", "HTTP2", "Crypto", "JSONCore", "Vocabulary"]),
         // The Redis/Valkey client the cluster runs on (issue 15): a small typed client on hiredis —
         // stream commands, consumer groups, leases with fencing tokens. Every hiredis pointer stays inside.
         .target(name: "Redis", dependencies: ["CHiredis"]),

@@ -21,6 +21,13 @@ public final class RSASigningKey: Sendable, JWSSigningKey {
     /// The modulus size in bits.
     public let bits: Int
 
+    /// Loads a key file (the simulator keeps its service account's key in one).
+    public convenience init(contentsOf path: String) throws(CryptoError) {
+        try self.init(pem: FileBytes.readKey(path, ifMissing: .keyFileMissing(path: path),
+                                             ifTooLarge: .rsaKeyRefused(source: path, detail: "it is larger than 1 MiB; an RSA key is about 1,700 bytes")),
+                      source: path)
+    }
+
     /// Loads a PEM PKCS#8 RSA key; `source` names it in errors.
     public init(pem bytes: [UInt8], source: String) throws(CryptoError) {
         let parsed = try Self.parse(bytes, source: source)
@@ -62,6 +69,11 @@ public final class RSASigningKey: Sendable, JWSSigningKey {
     public var pkcs8PEM: String {
         let pkcs1 = context.withLock { $0.pkcs1PrivateKeyDER() }
         return PEM.encode(label: "PRIVATE KEY", der: DER.pkcs8PrivateKeyInfo(wrappingPKCS1: pkcs1))
+    }
+
+    /// Writes `pkcs8PEM` to `path` with mode 0600.
+    public func writePKCS8(to path: String) throws(CryptoError) {
+        try FileBytes.writePEM(pkcs8PEM, to: path, mode: 0o600)
     }
 
     private static func parse(_ bytes: [UInt8], source: String) throws(CryptoError) -> PKContext {
