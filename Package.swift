@@ -87,7 +87,7 @@ let package = Package(
         .target(name: "HTTP2TestSupport", dependencies: ["HTTP2", "IO"], path: "Tests/HTTP2TestSupport"),
         .testTarget(name: "HTTP2Tests", dependencies: ["IO", "HTTP2", "HTTP2TestSupport", "Crypto", "CNghttp2", "Vocabulary"]),
         // End to end: the simulator on loopback, driven by the CLI in-process, raw HTTP/2 and curl.
-        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "SokuhoCLI", "APNs", "Crypto", "IO", "HTTP2", "HTTP2TestSupport", "JSONCore", "Fanout", "TokenStore", "RedisTestSupport", "Redis", "Vocabulary"],
+        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "SokuhoCLI", "APNs", "FCM", "Crypto", "IO", "HTTP2", "HTTP2TestSupport", "JSONCore", "Fanout", "TokenStore", "RedisTestSupport", "Redis", "Vocabulary"],
                     // The bad-input corpus: test data read by BadInputTests from the source tree, not resources.
                     exclude: ["BadInputs"]),
         // The API server against a real HTTP/1.1 client: curl.
