@@ -26,7 +26,7 @@ public struct FCMMessageTemplate: Sendable, Equatable {
         var seen: Set<String> = []
         for (key, _) in data {
             guard !key.isEmpty else { throw FCMValidationError(field: "message.data", "has an empty key") }
-            guard seen.insert(key).inserted else { throw FCMValidationError(field: "message.data.\(key)", "appears twice; give it once") }
+            guard seen.insert(key).inserted else { throw FCMValidationError(field: "message.data.\(key)", "is given twice; a data map has each key once") }
             guard !FCMDataKey.isReserved(key) else {
                 throw FCMValidationError(field: "message.data.\(key)", "is reserved by FCM (from, notification, message_type, google.*, gcm.*); rename it")
             }

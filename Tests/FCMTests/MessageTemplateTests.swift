@@ -53,7 +53,7 @@ import Vocabulary
 
     @Test func aRepeatedKeyAnEmptyCollapseKeyAndAnOutOfRangeTTLAreRefused() {
         let high = FCMAndroidOptions(priority: .high)
-        #expect(throws: FCMValidationError(field: "message.data.k", "appears twice; give it once")) {
+        #expect(throws: FCMValidationError(field: "message.data.k", "is given twice; a data map has each key once")) {
             try FCMMessageTemplate(data: [("k", "1"), ("k", "2")], android: high)
         }
         #expect(throws: FCMValidationError.self) { try FCMMessageTemplate(data: [], android: FCMAndroidOptions(priority: .high, collapseKey: "")) }
