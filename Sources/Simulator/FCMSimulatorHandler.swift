@@ -14,9 +14,9 @@ struct FCMSimulatorHandler {
     static let acceptedNotePrefix = "fcm "
 
     let configuration: SimulatorConfiguration
-    let state: FCMSimulatorState
     let shared: SimulatorShared
     var random: FastRandom
+    private var state: FCMSimulatorState { shared.fcm }
 
     /// Whether `path` is FCM's (everything else is APNs').
     static func handles(_ path: String) -> Bool { path == "/token" || path.hasPrefix("/v1/") }

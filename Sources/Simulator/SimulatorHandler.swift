@@ -9,9 +9,9 @@ import Synchronization
 import Vocabulary
 
 /// The APNs look-alike behind both simulator ports: authenticates, validates, routes, injects
-/// faults and answers like APNs (and hands FCM's paths to `FCMSimulatorHandler`; the transport
-/// faults — GOAWAY, drop, stall, latency, slow answers — apply to both). One per loop thread; what the threads share (counters, channels,
-/// the log) is in `SimulatorShared`.
+/// faults and answers like APNs, and hands FCM's paths to `FCMSimulatorHandler` (the transport
+/// faults — GOAWAY, drop, stall, latency, slow answers — apply to both). One per loop thread; what
+/// the threads share (counters, channels, the log, FCM's tokens and quota) is in `SimulatorShared`.
 final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
     // @unchecked: mutable state is confined to this handler's loop thread; `shared` is thread-safe.
     let configuration: SimulatorConfiguration
@@ -46,7 +46,10 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
         self.shared = shared
         verifier = ProviderTokenVerifier(trusting: configuration.trustedKeys)
         uuids = FastRandom(seed: configuration.seed != 0 ? configuration.seed : RandomSource.shared.next())
-        fcm = FCMSimulatorHandler(configuration: configuration, state: shared.fcm, shared: shared, random: FastRandom(seed: uuids.next()))
+        // A generator of its own, never drawn from `uuids`: a seeded APNs fault run must see the
+        // same sequence with FCM in the simulator as without it.
+        let fcmSeed = configuration.seed != 0 ? configuration.seed ^ 0x4643_4d00_0000_0000 : RandomSource.shared.next()
+        fcm = FCMSimulatorHandler(configuration: configuration, shared: shared, random: FastRandom(seed: fcmSeed))
     }
 
     func connectionOpened(_ connection: ServerConnection) {
