@@ -31,6 +31,10 @@ let package = Package(
         .target(name: "JSONCore", dependencies: ["Vocabulary"]),
         // The APNs protocol as plain values: requests, Live Activity payloads, responses. No I/O, no C.
         .target(name: "APNs", dependencies: ["JSONCore", "Vocabulary"]),
+        // The FCM HTTP v1 protocol as plain values, like APNs: the service-account file, the OAuth
+        // assertion's header and claims and the token exchange, message templates (prefix + token +
+        // suffix), responses and their one action. No I/O, no C: the RS256 signature is Crypto's.
+        .target(name: "FCM", dependencies: ["JSONCore", "Vocabulary"]),
         // Crypto on mbedTLS: SHA-256, .p8 keys, ES256 provider tokens and their generations, the
         // simulator's certificate authority, TLS configuration. JSONCore parses JWT headers and claims.
         .target(name: "Crypto", dependencies: ["CMbedTLS", "JSONCore", "Vocabulary"]),
@@ -70,8 +74,8 @@ let package = Package(
         .target(name: "Fanout", dependencies: ["APNs", "Crypto", "IO", "JSONCore", "Sender", "TokenStore", "Vocabulary"]),
         // The sending engine: connection pool, push jobs, retries, outcomes.
         .target(name: "Sender", dependencies: ["APNs", "IO", "HTTP2", "Crypto", "Vocabulary"]),
-        // The APNs look-alike for tests, demo and benchmarks.
-        .target(name: "Simulator", dependencies: ["APNs", "IO", "HTTP2", "Crypto", "JSONCore", "Vocabulary"]),
+        // The APNs look-alike for tests, demo and benchmarks; it plays FCM too (same port, by path).
+        .target(name: "Simulator", dependencies: ["APNs", "FCM", "IO", "HTTP2", "Crypto", "JSONCore", "Vocabulary"]),
         // The Redis/Valkey client the cluster runs on (issue 15): a small typed client on hiredis —
         // stream commands, consumer groups, leases with fencing tokens. Every hiredis pointer stays inside.
         .target(name: "Redis", dependencies: ["CHiredis"]),
@@ -83,13 +87,14 @@ let package = Package(
         .target(name: "HTTP2TestSupport", dependencies: ["HTTP2", "IO"], path: "Tests/HTTP2TestSupport"),
         .testTarget(name: "HTTP2Tests", dependencies: ["IO", "HTTP2", "HTTP2TestSupport", "Crypto", "CNghttp2", "Vocabulary"]),
         // End to end: the simulator on loopback, driven by the CLI in-process, raw HTTP/2 and curl.
-        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "SokuhoCLI", "APNs", "Crypto", "IO", "HTTP2", "HTTP2TestSupport", "JSONCore", "Fanout", "TokenStore", "RedisTestSupport", "Redis", "Vocabulary"],
+        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "SokuhoCLI", "APNs", "FCM", "Crypto", "IO", "HTTP2", "HTTP2TestSupport", "JSONCore", "Fanout", "TokenStore", "RedisTestSupport", "Redis", "Vocabulary"],
                     // The bad-input corpus: test data read by BadInputTests from the source tree, not resources.
                     exclude: ["BadInputs"]),
         // The API server against a real HTTP/1.1 client: curl.
         .testTarget(name: "HTTPAPITests", dependencies: ["HTTPAPI"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "JSONCore", "Vocabulary"]),
         .testTarget(name: "VocabularyTests", dependencies: ["Vocabulary"]),
+        .testTarget(name: "FCMTests", dependencies: ["FCM", "JSONCore", "Vocabulary"]),
         .testTarget(name: "SenderTests", dependencies: ["Sender", "Simulator", "IO", "HTTP2", "Crypto", "APNs", "Vocabulary"]),
         // Keys, JWTs and certificates checked against independent implementations (openssl, Python).
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "CMbedTLS"], exclude: ["Fixtures"]),

@@ -9,6 +9,7 @@
 #include <mbedtls/ecp.h>
 #include <mbedtls/ecdsa.h>
 #include <mbedtls/pk.h>
+#include <mbedtls/rsa.h>
 #include <mbedtls/oid.h>
 #include <mbedtls/entropy.h>
 #include <mbedtls/ctr_drbg.h>

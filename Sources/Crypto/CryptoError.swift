@@ -30,6 +30,11 @@ public enum CryptoError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidDNSName(String)
     /// Writing an output file (key, certificate) failed.
     case fileWriteFailed(path: String, reason: String)
+    /// An FCM service account's private key that is not an unencrypted PKCS#8 RSA key of 2,048 to
+    /// 4,096 bits; `detail` says what it is instead (PKCS#1, EC, encrypted, too short, garbage).
+    case rsaKeyRefused(source: String, detail: String)
+    /// An RSA public key (for assertion verification) that cannot be parsed or is not RSA.
+    case rsaPublicKeyRefused(source: String, detail: String)
 
     public var description: String {
         switch self {
@@ -68,6 +73,13 @@ public enum CryptoError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\"\(value)\" is not a DNS name (letters, digits, '-', '.', an optional leading '*.'; at most 253 characters)."
         case let .fileWriteFailed(path, reason):
             return "cannot write \(path): \(reason). Check that the directory exists and is writable."
+        case let .rsaKeyRefused(source, detail):
+            return "\(source) is not an RSA private key in PKCS#8 (\(detail)). FCM's RS256 needs the private_key of the "
+                + "service-account JSON file as Google ships it (Firebase console → Project settings → Service accounts → "
+                + "Generate new private key): -----BEGIN PRIVATE KEY----- … -----END PRIVATE KEY-----."
+        case let .rsaPublicKeyRefused(source, detail):
+            return "\(source) is not an RSA public key (\(detail)). Give a PEM between -----BEGIN PUBLIC KEY----- and "
+                + "-----END PUBLIC KEY----- (openssl pkey -in key.pem -pubout)."
         }
     }
 

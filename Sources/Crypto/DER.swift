@@ -1,5 +1,5 @@
-/// Just enough DER writing for the structures mbedTLS 2.28 cannot write itself: the PKCS#8 wrapper
-/// of a `.p8` key and the subjectAltName / extendedKeyUsage certificate extensions.
+/// Just enough DER writing for the structures mbedTLS 2.28 cannot write itself: the PKCS#8 wrappers
+/// of a `.p8` key and of a service account's RSA key, and the subjectAltName / extendedKeyUsage certificate extensions.
 /// Values are built front to back from their already-encoded children.
 enum DER {
     static let sequenceTag: UInt8 = 0x30
@@ -11,6 +11,10 @@ enum DER {
     static let ecPublicKeyOID: [UInt8] = [0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01]
     /// prime256v1 / secp256r1 (1.2.840.10045.3.1.7), content octets.
     static let prime256v1OID: [UInt8] = [0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07]
+    /// rsaEncryption (1.2.840.113549.1.1.1), content octets.
+    static let rsaEncryptionOID: [UInt8] = [0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01]
+    /// NULL, whole: the parameters of rsaEncryption (RFC 8017 A.1).
+    static let null: [UInt8] = [0x05, 0x00]
 
     /// Tag, definite length, contents.
     static func element(_ tag: UInt8, _ contents: [UInt8]) -> [UInt8] {
@@ -45,6 +49,17 @@ enum DER {
             element(integerTag, [0]),
             sequence([objectIdentifier(ecPublicKeyOID), objectIdentifier(prime256v1OID)]),
             element(octetStringTag, ecPrivateKey),
+        ])
+    }
+
+    /// PKCS#8 PrivateKeyInfo for an RSA key: version 0, AlgorithmIdentifier {rsaEncryption, NULL},
+    /// and the PKCS#1 RSAPrivateKey as an OCTET STRING — what Google's service-account files hold
+    /// (`BEGIN PRIVATE KEY`) and what `openssl pkcs8 -topk8 -nocrypt` writes, byte for byte.
+    static func pkcs8PrivateKeyInfo(wrappingPKCS1 rsaPrivateKey: [UInt8]) -> [UInt8] {
+        sequence([
+            element(integerTag, [0]),
+            sequence([objectIdentifier(rsaEncryptionOID), null]),
+            element(octetStringTag, rsaPrivateKey),
         ])
     }
 }

@@ -1,11 +1,22 @@
-/// A compact JWS (`base64url(header).base64url(claims).base64url(signature)`, RFC 7515 §7.1) signed
-/// with ES256: the form of an APNs provider token.
+/// A key that signs JWS signing input for its algorithm: `SigningKey` (ES256, APNs provider tokens)
+/// and `RSASigningKey` (RS256, FCM service-account assertions). The compact form is written once,
+/// in `CompactJWT.sign`; the header and claims come from whoever knows the protocol (APNs'
+/// `ProviderTokenSigner`, FCM's `ServiceAccount.assertionHeader`/`assertionClaims`).
+public protocol JWSSigningKey: Sendable {
+    /// The signature of `message` in its JWS form (ES256: 64 bytes r||s; RS256: the modulus' length).
+    func sign(_ message: [UInt8]) throws(CryptoError) -> [UInt8]
+}
+
+extension SigningKey: JWSSigningKey {}
+
+/// A compact JWS (`base64url(header).base64url(claims).base64url(signature)`, RFC 7515 §7.1): the
+/// form of an APNs provider token (ES256) and of an FCM service-account assertion (RS256).
 public struct CompactJWT: Sendable, Equatable {
     /// The decoded header JSON.
     public let header: [UInt8]
     /// The decoded claims JSON.
     public let claims: [UInt8]
-    /// The decoded signature (64 bytes r||s for ES256).
+    /// The decoded signature (64 bytes r||s for ES256, 256 bytes for RS256 with a 2,048-bit key).
     public let signature: [UInt8]
     /// The ASCII bytes that were signed: the first two segments and the dot between them.
     public let signingInput: [UInt8]
@@ -37,7 +48,7 @@ public struct CompactJWT: Sendable, Equatable {
     }
 
     /// Signs `header` and `claims` (JSON bytes) with `key` and returns the compact token text.
-    public static func sign(header: [UInt8], claims: [UInt8], with key: SigningKey) throws(CryptoError) -> String {
+    public static func sign(header: [UInt8], claims: [UInt8], with key: some JWSSigningKey) throws(CryptoError) -> String {
         let signingInput = Base64URL.encode(header) + "." + Base64URL.encode(claims)
         let signature = try key.sign(Array(signingInput.utf8))
         return signingInput + "." + Base64URL.encode(signature)

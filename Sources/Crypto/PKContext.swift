@@ -55,9 +55,9 @@ final class PKContext {
         return String(cString: info.pointee.name)
     }
 
-    /// SubjectPublicKeyInfo DER.
+    /// SubjectPublicKeyInfo DER (sized for an RSA key of up to 4,096 bits too, about 550 bytes).
     func publicKeyDER() -> [UInt8] {
-        writeDER(capacity: 256) { buffer, size in MbedTLS.require(mbedtls_pk_write_pubkey_der(pointer, buffer, size), "mbedTLS DER writer") }
+        writeDER(capacity: 1024) { buffer, size in MbedTLS.require(mbedtls_pk_write_pubkey_der(pointer, buffer, size), "mbedTLS DER writer") }
     }
 
     /// The private key as mbedTLS writes it: a SEC1 ECPrivateKey with the curve parameters and the
@@ -67,9 +67,9 @@ final class PKContext {
     }
 
     /// mbedTLS DER writers fill the *end* of the buffer and return the length (or an error < 0).
-    /// The buffers are sized for a P-256 key, the only kind these contexts ever hold when written, so
-    /// `write` requires success (`MbedTLS.require`) and returns the length.
-    private func writeDER(capacity: Int, _ write: (UnsafeMutablePointer<UInt8>, Int) -> Int) -> [UInt8] {
+    /// The buffers are sized for the largest key each caller writes (P-256, RSA up to 4,096 bits),
+    /// so `write` requires success (`MbedTLS.require`) and returns the length.
+    func writeDER(capacity: Int, _ write: (UnsafeMutablePointer<UInt8>, Int) -> Int) -> [UInt8] {
         var buffer = [UInt8](repeating: 0, count: capacity)
         let length = buffer.withUnsafeMutableBufferPointer { write($0.baseAddress!, $0.count) }
         precondition(length > 0, "mbedTLS DER writer wrote nothing")

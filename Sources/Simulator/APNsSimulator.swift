@@ -2,12 +2,15 @@
 import Glibc
 #endif
 import Crypto
+import FCM
 import HTTP2
 import IO
 import Synchronization
 
 /// The APNs simulator: a device-push port served by one or more loop threads and a channel-management port,
-/// with its own CA. Used by `sokuho simulator`, the tests, the demo and `sokuho bench`.
+/// with its own CA. Used by `sokuho simulator`, the tests, the demo and `sokuho bench`. The push port
+/// plays FCM HTTP v1 too (its token endpoint and sends, told apart by path), with a service account
+/// written into the certificate directory (`fcmServiceAccountFile`).
 public final class APNsSimulator: Sendable {
     public let configuration: SimulatorConfiguration
     public let certificates: SimulatorCertificates
@@ -19,13 +22,18 @@ public final class APNsSimulator: Sendable {
     private let shared: SimulatorShared
     private let threads: [OSThread]
     private let stopped = Atomic<Bool>(false)
+    /// The service account FCM clients use, `token_uri` pointing at this simulator.
+    public let fcmServiceAccount: ServiceAccount
+    /// Where it was written, in Google's layout.
+    public let fcmServiceAccountFile: String
 
     /// Starts listening. `certificates` come from `SimulatorCertificates.prepare(directory:)`.
     public init(configuration: SimulatorConfiguration, certificates: SimulatorCertificates) throws(SimulatorError) {
         self.configuration = configuration
         self.certificates = certificates
         let log = try configuration.logPath.map { (path: String) throws(SimulatorError) in try PushLog(path: path) }
-        let shared = SimulatorShared(log: log)
+        let fcm = FCMSimulatorState(projectID: SimulatorCertificates.fcmProjectID, quotaPerMinute: configuration.fcmQuotaPerMinute)
+        let shared = SimulatorShared(log: log, fcm: fcm)
         self.shared = shared
         let tls: TLSConfiguration
         do {
@@ -57,6 +65,12 @@ public final class APNsSimulator: Sendable {
         } catch {
             throw .listen(error.description)
         }
+        // Before the loops run: the token endpoint checks `aud` against a URI naming the port.
+        let (account, key) = try certificates.fcmAccount(host: configuration.host, port: pushServers[0].port)
+        fcm.setTokenRules(FCMTokenRules(privateKeyID: account.privateKeyID, clientEmail: account.clientEmail,
+                                        tokenURI: account.tokenURI, key: key.verifyingKey))
+        fcmServiceAccount = account
+        fcmServiceAccountFile = try certificates.writeFCMServiceAccount(account, port: pushServers[0].port)
         self.loops = loops
         self.pushServers = pushServers
         self.manageServer = manageServer!
@@ -77,6 +91,10 @@ public final class APNsSimulator: Sendable {
     /// Pushes accepted so far, without copying the counters' per-token table: cheap enough to poll
     /// in a loop (`sokuho bench serve` spins on it to see a first push arrive).
     public var acceptedCount: Int { shared.counters.withLock { $0.accepted } }
+
+    /// Forgets every FCM access token granted so far: the next send with one is 401 UNAUTHENTICATED,
+    /// as when a token expires mid-event (without a test waiting for it).
+    public func expireFCMAccessTokens() { shared.fcm.expireAll() }
 
     /// Stops listening, drops every connection and ends the loop threads.
     /// Stops serving and joins the loop threads. Safe to call more than once (a test may stop the

@@ -3,8 +3,10 @@ import Glibc
 #endif
 import Crypto
 
-/// The simulator's CA, server certificate and a test provider key, kept in one directory so that
-/// clients can pass `--ca-file DIR/ca.pem` and `--key DIR/AuthKey_<KEYID>.p8`.
+/// The simulator's CA, server certificate, a test provider key and an FCM service account's RSA
+/// key, kept in one directory so that clients can pass `--ca-file DIR/ca.pem` and
+/// `--key DIR/AuthKey_<KEYID>.p8` (and, for FCM, the service-account file a running simulator
+/// writes there, `fcmServiceAccount(port:)`).
 public struct SimulatorCertificates: Sendable {
     public let directory: String
     public var ca: String { directory + "/ca.pem" }
@@ -16,6 +18,16 @@ public struct SimulatorCertificates: Sendable {
     /// The identity of the generated test provider key.
     public static let teamID = "SOKUHOTEAM"
     public static let keyID = "SIMKEY0001"
+
+    /// The FCM service account's RSA key (PKCS#8, as in Google's file), generated once per directory.
+    public var fcmKey: String { directory + "/fcm-service-account-key.pem" }
+    /// The service-account file of the simulator listening on `port`: its `token_uri` names the port,
+    /// so each running simulator writes its own, and simulators sharing a directory (tests) never
+    /// overwrite each other's.
+    public func fcmServiceAccount(port: Int) -> String { directory + "/fcm-service-account-\(port).json" }
+    /// The simulated Firebase project and its service account's e-mail.
+    public static let fcmProjectID = "sokuho-simulator"
+    public static let fcmClientEmail = "firebase-adminsdk-sim@sokuho-simulator.iam.gserviceaccount.com"
 
     /// Uses the files in `directory` when they exist, else generates a CA, a server certificate for
     /// localhost/127.0.0.1/::1 and a test provider key there (creating the directory).
@@ -30,6 +42,9 @@ public struct SimulatorCertificates: Sendable {
             }
             if access(result.providerKey, R_OK) != 0 {
                 _ = try SigningKey.generateP8(at: result.providerKey)
+            }
+            if access(result.fcmKey, R_OK) != 0 {
+                try RSASigningKey.generate(source: result.fcmKey).writePKCS8(to: result.fcmKey)
             }
         } catch {
             throw .certificates("\(error) (directory \(directory))")

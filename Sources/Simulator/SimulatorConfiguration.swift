@@ -56,6 +56,28 @@ public struct SimulatorConfiguration: Sendable {
     /// Whether responses carry `apns-unique-id` (APNs sends it in the development environment).
     public var sendsUniqueID = true
 
+    // MARK: FCM (same port, told apart by path; see `FCMSimulatorHandler`)
+
+    /// `expires_in` of the access tokens `/token` grants (Google: 3599 s); short in tests that
+    /// make a token run out mid-event.
+    public var fcmAccessTokenLifetime: Duration = .seconds(3599)
+    /// Registration tokens that answer 404 UNREGISTERED (as `unregisteredTokens` do 410 on APNs).
+    public var fcmUnregisteredTokens: Set<String> = []
+    /// Registration tokens of another project: 403 SENDER_ID_MISMATCH.
+    public var fcmForeignTokens: Set<String> = []
+    /// The project's quota, messages per minute over a sliding window (FCM.md: 600,000).
+    public var fcmQuotaPerMinute = 600_000
+    /// FCM errors answered for a random fraction of otherwise valid sends, by name
+    /// (`UNAVAILABLE`, `INTERNAL`, `QUOTA_EXCEEDED`, … see `FCMRefusal.injectableNames`).
+    public var fcmFaults: [(name: String, fraction: Double)] = []
+    /// The names `fcmFaults` takes.
+    public static var fcmFaultNames: [String] { FCMRefusal.injectableNames }
+    /// SETTINGS_MAX_CONCURRENT_STREAMS a connection gets on its first FCM request (Google's
+    /// commonly seen 100). Until then it has what APNs' rules give every new connection (one
+    /// stream with `oneStreamUntilFirstPush`): the port is shared, and a connection says which
+    /// service it speaks only with its first request. APNs' behaviour is unchanged.
+    public var fcmMaximumStreams: UInt32 = 100
+
     public init() {}
 }
 

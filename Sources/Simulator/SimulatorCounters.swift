@@ -16,6 +16,16 @@ public struct SimulatorCounters: Sendable, Equatable {
     public var connectionsStalled = 0
     /// Accepted pushes per token (only with `trackTokens`).
     public var acceptedPerToken: [String: Int] = [:]
+    /// FCM messages answered 200 (dry runs with `validate_only` not counted), counted when the
+    /// answer is sent, like `accepted`.
+    public var fcmAccepted = 0
+    /// FCM refusals by FcmError code, else status name (`UNREGISTERED`, `UNAUTHENTICATED`, …).
+    public var fcmRejected: [String: Int] = [:]
+    /// Access tokens granted by `/token`, and assertions refused by OAuth error (`invalid_grant`).
+    public var fcmTokensGranted = 0
+    public var fcmTokensRefused: [String: Int] = [:]
+    /// Accepted FCM messages per registration token (only with `trackTokens`).
+    public var fcmAcceptedPerToken: [String: Int] = [:]
 
     public init() {}
 

@@ -9,8 +9,9 @@ import Synchronization
 import Vocabulary
 
 /// The APNs look-alike behind both simulator ports: authenticates, validates, routes, injects
-/// faults and answers like APNs. One per loop thread; what the threads share (counters, channels,
-/// the log) is in `SimulatorShared`.
+/// faults and answers like APNs, and hands FCM's paths to `FCMSimulatorHandler` (the transport
+/// faults — GOAWAY, drop, stall, latency, slow answers — apply to both). One per loop thread; what
+/// the threads share (counters, channels, the log, FCM's tokens and quota) is in `SimulatorShared`.
 final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
     // @unchecked: mutable state is confined to this handler's loop thread; `shared` is thread-safe.
     let configuration: SimulatorConfiguration
@@ -25,11 +26,14 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
     private let goAwayDebugData: [UInt8]
     /// Which server (device or management) each connection came in on.
     var managementConnections = Set<ObjectIdentifier>()
+    private var fcm: FCMSimulatorHandler
 
     struct ConnectionState {
         var requests = 0
         var acceptedPushes = 0
         var credentials = ConnectionCredentials()
+        /// Whether it made an FCM request yet (and got FCM's stream limit).
+        var speaksFCM = false
     }
 
     init(configuration: SimulatorConfiguration, shared: SimulatorShared) {
@@ -42,6 +46,10 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
         self.shared = shared
         verifier = ProviderTokenVerifier(trusting: configuration.trustedKeys)
         uuids = FastRandom(seed: configuration.seed != 0 ? configuration.seed : RandomSource.shared.next())
+        // A generator of its own, never drawn from `uuids`: a seeded APNs fault run must see the
+        // same sequence with FCM in the simulator as without it.
+        let fcmSeed = configuration.seed != 0 ? configuration.seed ^ 0x4643_4d00_0000_0000 : RandomSource.shared.next()
+        fcm = FCMSimulatorHandler(configuration: configuration, shared: shared, random: FastRandom(seed: fcmSeed))
     }
 
     func connectionOpened(_ connection: ServerConnection) {
@@ -59,6 +67,14 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
         // note = "<token or channel>\n<log line>" for accepted pushes.
         let split = note.firstIndex(of: "\n") ?? note.endIndex
         let key = String(note[..<split])
+        if key.hasPrefix(FCMSimulatorHandler.acceptedNotePrefix) {
+            let token = String(key.dropFirst(FCMSimulatorHandler.acceptedNotePrefix.count))
+            shared.counters.withLock {
+                $0.fcmAccepted += 1
+                if configuration.trackTokens { $0.fcmAcceptedPerToken[token, default: 0] += 1 }
+            }
+            return
+        }
         shared.counters.withLock {
             $0.accepted += 1
             if configuration.trackTokens { $0.acceptedPerToken[key, default: 0] += 1 }
@@ -84,6 +100,23 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
             connection.stall()
             return
         }
+        if !isManagement && FCMSimulatorHandler.handles(request.path) {
+            if !state.speaksFCM {
+                state.speaksFCM = true
+                connection.setMaximumStreams(configuration.fcmMaximumStreams)
+            }
+            respond(connection, request, fcm.answer(request))
+        } else {
+            handleAPNs(request, on: connection, state: &state, isManagement: isManagement)
+        }
+        if configuration.goAwayAfter > 0 && !isManagement && pushRequests % configuration.goAwayAfter == 0 {
+            shared.counters.withLock { $0.goAwaysSent += 1 }
+            connection.goAway(lastStreamID: request.streamID, debugData: goAwayDebugData)
+        }
+    }
+
+    /// Routes, authenticates, checks and answers one APNs request.
+    private func handleAPNs(_ request: ServerRequest, on connection: ServerConnection, state: inout ConnectionState, isManagement: Bool) {
         do throws(RequestRules.Refusal) {
             let route = try RequestRules.route(method: request.method, path: request.path, managementPort: isManagement)
             try RequestRules.checkDuplicates(request.headers)
@@ -135,10 +168,6 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
             }
         } catch {
             refuse(request, on: connection, error, withRequestID: isManagement || request.path.hasPrefix("/4/"))
-        }
-        if configuration.goAwayAfter > 0 && !isManagement && pushRequests % configuration.goAwayAfter == 0 {
-            shared.counters.withLock { $0.goAwaysSent += 1 }
-            connection.goAway(lastStreamID: request.streamID, debugData: goAwayDebugData)
         }
     }
 

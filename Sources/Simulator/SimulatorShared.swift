@@ -11,6 +11,10 @@ final class SimulatorShared: Sendable {
     /// Provider-token changes per signing key, with `ProviderTokenScope.key`.
     let keyTokens = Mutex(KeyTokenUpdates())
     let log: PushLog?
+    let fcm: FCMSimulatorState
 
-    init(log: PushLog?) { self.log = log }
+    init(log: PushLog?, fcm: FCMSimulatorState) {
+        self.log = log
+        self.fcm = fcm
+    }
 }

@@ -36,11 +36,19 @@ enum SimulatorCommand {
             OptionSpec("--unregistered", value: "HEX", help: "answer 410 Unregistered for this token", repeatable: true),
             OptionSpec("--log", value: "FILE", help: "append one JSON line per accepted push (path, headers without authorization, body)"),
             OptionSpec("--duration", value: "SECONDS", help: "stop after this long (default: until SIGINT or SIGTERM)"),
+            OptionSpec("--fcm-unregistered", value: "TOKEN", help: "FCM: answer 404 UNREGISTERED for this registration token", repeatable: true),
+            OptionSpec("--fcm-sender-mismatch", value: "TOKEN", help: "FCM: answer 403 SENDER_ID_MISMATCH for this registration token (another project's)", repeatable: true),
+            OptionSpec("--fcm-quota", value: "N", help: "FCM: messages per minute for the project, a sliding window (default 600000); over it 429 QUOTA_EXCEEDED with Retry-After"),
+            OptionSpec("--fcm-token-lifetime", value: "SECONDS", help: "FCM: expires_in of the access tokens /token grants (default 3599)"),
+            OptionSpec("--fcm-fail", value: "CODE=FRACTION", help: "FCM: answer CODE for that fraction of valid sends, e.g. UNAVAILABLE=0.01 (UNAVAILABLE, INTERNAL, QUOTA_EXCEEDED, UNREGISTERED, SENDER_ID_MISMATCH, UNAUTHENTICATED, THIRD_PARTY_AUTH_ERROR)", repeatable: true),
         ],
         details: """
         On start it prints one JSON line with what a client needs:
-          {"port":…,"managePort":…,"caFile":"…","keyFile":"…","teamId":"SOKUHOTEAM","keyId":"SIMKEY0001"}
+          {"port":…,"managePort":…,"caFile":"…","keyFile":"…","teamId":"SOKUHOTEAM","keyId":"SIMKEY0001",
+           "fcmServiceAccountFile":"…","fcmProjectId":"sokuho-simulator"}
         e.g. sokuho send --host 127.0.0.1:PORT --ca-file CAFILE --key KEYFILE --team-id SOKUHOTEAM --key-id SIMKEY0001 …
+        The port also plays FCM HTTP v1: POST /token (the service account's token_uri) and
+        POST /v1/projects/sokuho-simulator/messages:send.
         On exit it prints the counters (accepted, rejected by reason) to stderr.
         """,
         run: run)
@@ -86,9 +94,28 @@ enum SimulatorCommand {
             configuration.slowFraction = fraction
             configuration.slowDelay = .milliseconds(milliseconds)
         }
+        try fcmOptions(from: invocation, into: &configuration)
         // Duplicates are counted per token only when someone will read them.
         if invocation.string("--stats") != nil { configuration.trackTokens = true }
         return configuration
+    }
+
+    /// The `--fcm-*` options.
+    static func fcmOptions(from invocation: Invocation, into configuration: inout SimulatorConfiguration) throws(CLIError) {
+        configuration.fcmUnregisteredTokens = Set(invocation.strings("--fcm-unregistered"))
+        configuration.fcmForeignTokens = Set(invocation.strings("--fcm-sender-mismatch"))
+        for token in configuration.fcmUnregisteredTokens.union(configuration.fcmForeignTokens) where !DeviceToken.isFCMRegistrationToken(token) {
+            throw .data("--fcm-unregistered/--fcm-sender-mismatch: not an FCM registration token (1 to 255 of A-Z a-z 0-9 _ : -)")
+        }
+        configuration.fcmQuotaPerMinute = try invocation.int("--fcm-quota", in: 1...100_000_000) ?? 600_000
+        configuration.fcmAccessTokenLifetime = .seconds(try invocation.int("--fcm-token-lifetime", in: 1...86_400) ?? 3599)
+        for text in invocation.strings("--fcm-fail") {
+            guard let equals = text.firstIndex(of: "="), let fraction = Double(text[text.index(after: equals)...]), (0...1).contains(fraction),
+                  SimulatorConfiguration.fcmFaultNames.contains(String(text[..<equals])) else {
+                throw .data("--fcm-fail must be CODE=FRACTION with CODE one of \(SimulatorConfiguration.fcmFaultNames.joined(separator: ", ")) and a fraction from 0 to 1, not '\(text)'")
+            }
+            configuration.fcmFaults.append((String(text[..<equals]), fraction))
+        }
     }
 
     static func run(_ invocation: Invocation) throws(CLIError) -> ExitCode {
@@ -131,6 +158,8 @@ enum SimulatorCommand {
         writer.key("keyFile"); writer.string(certificates.providerKey)
         writer.key("teamId"); writer.string(SimulatorCertificates.teamID)
         writer.key("keyId"); writer.string(SimulatorCertificates.keyID)
+        writer.key("fcmServiceAccountFile"); writer.string(simulator.fcmServiceAccountFile)
+        writer.key("fcmProjectId"); writer.string(simulator.fcmServiceAccount.projectID)
         writer.endObject()
         invocation.console.print(writer.string)
 
@@ -139,6 +168,10 @@ enum SimulatorCommand {
         let counters = simulator.counters
         let rejected = counters.rejected.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
         if let path = invocation.string("--stats") { try writeStats(counters, to: path) }
+        if counters.fcmAccepted + counters.fcmRejected.values.reduce(0, +) + counters.fcmTokensGranted > 0 {
+            let refused = counters.fcmRejected.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+            invocation.console.error("simulator: FCM accepted \(counters.fcmAccepted), refused \(counters.fcmRejected.values.reduce(0, +))\(refused.isEmpty ? "" : " (\(refused))"), access tokens granted \(counters.fcmTokensGranted)")
+        }
         invocation.console.error("simulator: accepted \(counters.accepted), rejected \(counters.rejectedTotal)\(rejected.isEmpty ? "" : " (\(rejected))"), connections \(counters.connections)\(counters.connectionsStalled > 0 ? " (\(counters.connectionsStalled) stalled)" : ""), channel requests \(counters.channelRequests)")
         return .success
     }
@@ -157,6 +190,12 @@ enum SimulatorCommand {
         writer.key("goAwaysSent"); writer.int(counters.goAwaysSent)
         writer.key("connectionsDropped"); writer.int(counters.connectionsDropped)
         writer.key("connectionsStalled"); writer.int(counters.connectionsStalled)
+        writer.key("fcmAccepted"); writer.int(counters.fcmAccepted)
+        writer.key("fcmDistinctTokens"); writer.int(counters.fcmAcceptedPerToken.count)
+        writer.key("fcmRejected"); writer.beginObject()
+        for (name, count) in counters.fcmRejected.sorted(by: { $0.key < $1.key }) { writer.key(name); writer.int(count) }
+        writer.endObject()
+        writer.key("fcmTokensGranted"); writer.int(counters.fcmTokensGranted)
         writer.endObject()
         let temporary = path + ".partial"
         guard let file = fopen(temporary, "w") else { throw CLIError(.cantCreate, "--stats \(path): \(String(cString: strerror(errno)))") }

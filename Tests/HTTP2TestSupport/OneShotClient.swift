@@ -30,13 +30,17 @@ public enum ClientResult: Sendable {
 public enum OneShotClient {
     /// The results in request order, or the error that kept the connection from opening.
     /// `streamsUntilFirstSuccess` caps the streams in flight until a request is answered with 2xx
-    /// (APNs allows one on a new token connection; nil: only the server's SETTINGS count).
+    /// (APNs allows one on a new token connection; nil: only the server's SETTINGS count), and
+    /// `streamsUntilFirstAnswer` until any answer (the simulator's FCM side: the port it shares
+    /// with APNs allows one stream until a connection's first request says it speaks FCM).
     public static func perform(_ requests: [ClientRequest], options: ClientConnectionOptions, authorization: String?,
-                               timeout: Duration = .seconds(30), streamsUntilFirstSuccess: Int? = nil) -> Result<[ClientResult], TransportError> {
+                               timeout: Duration = .seconds(30), streamsUntilFirstSuccess: Int? = nil,
+                               streamsUntilFirstAnswer: Int? = nil) -> Result<[ClientResult], TransportError> {
         let loop: EventLoop
         do { loop = try EventLoop(name: "sokuho-client") } catch { return .failure(error) }
         let driver = Driver(requests: requests, loop: loop, timeout: timeout)
         driver.streamsUntilFirstSuccess = streamsUntilFirstSuccess
+        driver.streamsUntilFirstAnswer = streamsUntilFirstAnswer
         let connection = ClientConnection(loop: loop, options: options)
         connection.delegate = driver
         if let authorization { connection.setAuthorization(authorization) }
@@ -53,6 +57,8 @@ public enum OneShotClient {
         var next = 0
         var streamsUntilFirstSuccess: Int?
         var hadSuccess = false
+        var streamsUntilFirstAnswer: Int?
+        var hadAnswer = false
         /// Which request each stream handle carries.
         var requestOfStream: [Int: Int] = [:]
         var results: [ClientResult?]
@@ -80,6 +86,7 @@ public enum OneShotClient {
         func connection(_ connection: ClientConnection, canSubmit capacity: Int) {
             var budget = capacity
             if let limit = streamsUntilFirstSuccess, !hadSuccess { budget = min(budget, limit - requestOfStream.count) }
+            if let limit = streamsUntilFirstAnswer, !hadAnswer { budget = min(budget, limit - requestOfStream.count) }
             while budget > 0, next < requests.count {
                 let request = requests[next]
                 guard let stream = connection.submit(method: request.method, path: request.path, headers: lists[next],
@@ -93,6 +100,7 @@ public enum OneShotClient {
         func connection(_ connection: ClientConnection, didReceive response: ResponseView, stream: Int) {
             guard let request = requestOfStream.removeValue(forKey: stream) else { return }
             if (200..<300).contains(response.status) { hadSuccess = true }
+            hadAnswer = true
             results[request] = .response(status: response.status, headers: response.headers, body: response.bodyBytes)
             finishOne(connection)
         }

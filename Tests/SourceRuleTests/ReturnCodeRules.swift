@@ -69,7 +69,7 @@ struct ReturnCodeRule: Sendable, CustomTestStringConvertible {
             // mbedTLS 2.28 functions that return void, a pointer, a type or verification flags.
             returnsNoStatus: [
                 "mbedtls_ctr_drbg_init", "mbedtls_entropy_init", "mbedtls_mpi_init", "mbedtls_mpi_free",
-                "mbedtls_pk_init", "mbedtls_pk_free", "mbedtls_pk_get_type", "mbedtls_pk_get_name", "mbedtls_pk_info_from_type",
+                "mbedtls_pk_init", "mbedtls_pk_free", "mbedtls_pk_get_type", "mbedtls_pk_get_name", "mbedtls_pk_info_from_type", "mbedtls_pk_get_bitlen",
                 "mbedtls_ecp_point_init", "mbedtls_ecp_point_free", "mbedtls_ecp_curve_info_from_grp_id",
                 "mbedtls_x509_crt_init", "mbedtls_x509_crt_free",
                 "mbedtls_x509write_crt_init", "mbedtls_x509write_crt_free", "mbedtls_x509write_crt_set_version",

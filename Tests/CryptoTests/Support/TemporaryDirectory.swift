@@ -37,8 +37,11 @@ final class TemporaryDirectory {
         return target
     }
 
-    func readText(_ path: String) -> String {
-        guard let file = fopen(path, "r") else { return "" }
+    func readText(_ path: String) -> String { String(decoding: readBytes(path), as: UTF8.self) }
+
+    /// The file's bytes as they are (a signature is not text).
+    func readBytes(_ path: String) -> [UInt8] {
+        guard let file = fopen(path, "r") else { return [] }
         defer { fclose(file) }
         var out = [UInt8]()
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -47,6 +50,6 @@ final class TemporaryDirectory {
             if count == 0 { break }
             out.append(contentsOf: buffer[0..<count])
         }
-        return String(decoding: out, as: UTF8.self)
+        return out
     }
 }

@@ -1,0 +1,83 @@
+import JSONCore
+import Vocabulary
+
+/// The send body for one group of phones, built once per group as `prefix + token + suffix`:
+///
+///     {"message":{"token":"<TOKEN>","data":{…},"android":{"priority":"HIGH","ttl":"60s","collapse_key":"…"},"notification":{…}}}
+///
+/// `token` comes first, so the prefix is the same constant for every group and the suffix is
+/// everything after the token. A sender splices each phone's token between them into its own
+/// buffer (`write(token:to:)`): no JSON, no allocation per message. Tokens are spliced as they are,
+/// unescaped: FCM registration tokens are `[A-Za-z0-9_:-]` (`DeviceToken.isFCMRegistrationToken`,
+/// checked when a token is registered), which JSON never escapes.
+///
+/// Checked once, here: data keys (not empty, not repeated, not reserved — `FCMDataKey`), the TTL
+/// (`FCMDuration`), the collapse key, and the size with room for the longest token
+/// (`FCMPayloadLimit`), so no body built from a template can be over FCM's limit.
+public struct FCMMessageTemplate: Sendable, Equatable {
+    /// `{"message":{"token":"`, the same for every template.
+    public static let prefix: [UInt8] = Array(#"{"message":{"token":""#.utf8)
+    /// Everything after the token.
+    public let suffix: [UInt8]
+
+    public var prefix: [UInt8] { Self.prefix }
+
+    public init(data: [(key: String, value: String)], android: FCMAndroidOptions, notification: FCMNotification? = nil) throws(FCMValidationError) {
+        var seen: Set<String> = []
+        for (key, _) in data {
+            guard !key.isEmpty else { throw FCMValidationError(field: "message.data", "has an empty key") }
+            guard seen.insert(key).inserted else { throw FCMValidationError(field: "message.data.\(key)", "is given twice; a data map has each key once") }
+            guard !FCMDataKey.isReserved(key) else {
+                throw FCMValidationError(field: "message.data.\(key)", "is reserved by FCM (from, notification, message_type, google.*, gcm.*); rename it")
+            }
+        }
+        var writer = JSONWriter(reservingCapacity: 1024)
+        writer.beginObject()  // the suffix is written as a fragment: the token's closing quote first
+        if !data.isEmpty {
+            writer.key("data"); writer.beginObject()
+            for (key, value) in data { writer.key(key); writer.string(value) }
+            writer.endObject()
+        }
+        writer.key("android"); writer.beginObject()
+        writer.key("priority"); writer.string(android.priority.rawValue)
+        if let ttl = android.ttl { writer.key("ttl"); writer.string(try FCMDuration.ttl(ttl, field: "message.android.ttl")) }
+        if let collapseKey = android.collapseKey {
+            guard !collapseKey.isEmpty else { throw FCMValidationError(field: "message.android.collapse_key", "is empty; omit it instead") }
+            writer.key("collapse_key"); writer.string(collapseKey)
+        }
+        writer.endObject()
+        if let notification, notification.title != nil || notification.body != nil {
+            writer.key("notification"); writer.beginObject()
+            if let title = notification.title { writer.key("title"); writer.string(title) }
+            if let body = notification.body { writer.key("body"); writer.string(body) }
+            writer.endObject()
+        }
+        writer.endObject()
+        // `{"data":…}` → `","data":…}}`: close the token's string, continue the message object
+        // (the fragment's own `}` closes it), then close the body.
+        suffix = Array(#"","#.utf8) + writer.bytes.dropFirst() + [UInt8(ascii: "}")]
+        try FCMPayloadLimit.check(bodyCount(tokenByteCount: DeviceToken.fcmByteCount.upperBound))
+    }
+
+    /// The body's length for a token of `tokenByteCount` bytes.
+    public func bodyCount(tokenByteCount: Int) -> Int { Self.prefix.count + tokenByteCount + suffix.count }
+
+    /// Writes the body for `token` at the start of `buffer` (at least `bodyCount` bytes) and
+    /// returns its length.
+    public func write(token: DeviceToken, to buffer: UnsafeMutableRawBufferPointer) -> Int {
+        let count = bodyCount(tokenByteCount: token.count)
+        precondition(buffer.count >= count, "the buffer holds \(buffer.count) bytes, the body needs \(count)")
+        let base = buffer.baseAddress!
+        Self.prefix.withUnsafeBytes { base.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        token.withBytes { base.advanced(by: Self.prefix.count).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        suffix.withUnsafeBytes { base.advanced(by: Self.prefix.count + token.count).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        return count
+    }
+
+    /// The body for `token` as a new array (tests, one-off sends).
+    public func body(token: DeviceToken) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: bodyCount(tokenByteCount: token.count)) { buffer, initialized in
+            initialized = write(token: token, to: UnsafeMutableRawBufferPointer(buffer))
+        }
+    }
+}

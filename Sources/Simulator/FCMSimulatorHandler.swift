@@ -1,0 +1,94 @@
+import Crypto
+import FCM
+import HTTP2
+import JSONCore
+import Vocabulary
+
+/// The FCM half of the simulator, on the same port as APNs, told apart by path: `POST /token`
+/// (the OAuth endpoint of the service account the simulator wrote) and
+/// `POST /v1/projects/{id}/messages:send`. One per loop thread, owned by `SimulatorHandler`, which
+/// sends what this answers (with the latency and slow faults) and counts accepted messages when
+/// the answer leaves, like APNs pushes.
+struct FCMSimulatorHandler {
+    /// The note of an accepted message: this prefix, then its token (APNs notes never hold a space).
+    static let acceptedNotePrefix = "fcm "
+
+    let configuration: SimulatorConfiguration
+    let shared: SimulatorShared
+    var random: FastRandom
+    private var state: FCMSimulatorState { shared.fcm }
+
+    /// Whether `path` is FCM's (everything else is APNs').
+    static func handles(_ path: String) -> Bool { path == "/token" || path.hasPrefix("/v1/") }
+
+    mutating func answer(_ request: ServerRequest) -> ServerResponse {
+        if request.path == "/token" { return token(request) }
+        do throws(FCMRefusal) {
+            let send = try check(request)
+            let name = "projects/\(state.projectID)/messages/" + (send.validateOnly ? "fake_message_id" : messageID())
+            var writer = JSONWriter()
+            writer.beginObject(); writer.key("name"); writer.string(name); writer.endObject()
+            let note = send.validateOnly ? nil : Self.acceptedNotePrefix + (send.token ?? "")
+            return ServerResponse(status: 200, headers: [("content-type", "application/json; charset=UTF-8")], body: writer.bytes, note: note)
+        } catch {
+            shared.counters.withLock { $0.fcmRejected[error.counterName, default: 0] += 1 }
+            var headers = [("content-type", "application/json; charset=UTF-8")]
+            if let seconds = error.retryAfter ?? (error.status == 503 ? configuration.retryAfterSeconds : nil) {
+                headers.append(("retry-after", String(seconds)))
+            }
+            return ServerResponse(status: error.status, headers: headers, body: error.body.json)
+        }
+    }
+
+    /// A send, in Google's order: path, bearer, project, quota (client errors count), body, token,
+    /// then the injected faults.
+    private mutating func check(_ request: ServerRequest) throws(FCMRefusal) -> FCMMessageRules.Send {
+        guard request.method == "POST", let project = FCMEndpoint.projectID(inSendPath: request.path) else { throw .notFound }
+        let authorization = request.header("authorization") ?? ""
+        let scheme = "bearer "
+        guard authorization.prefix(scheme.count).lowercased() == scheme, state.isValid(authorization.dropFirst(scheme.count)) else {
+            throw .unauthenticated
+        }
+        guard project == state.projectID else { throw .permissionDenied(project: project) }
+        if let wait = state.admit() { throw .quotaExceeded(retryAfter: Int(wait.components.seconds)) }
+        let send = try FCMMessageRules.check(request.body)
+        if let token = send.token {
+            if configuration.fcmUnregisteredTokens.contains(token) { throw .unregistered }
+            if configuration.fcmForeignTokens.contains(token) { throw .senderIDMismatch }
+        }
+        for fault in configuration.fcmFaults where fault.fraction > 0 && random.unitInterval() < fault.fraction {
+            if let refusal = FCMRefusal.injected(fault.name) { throw refusal }
+        }
+        return send
+    }
+
+    /// `POST /token`: an access token for a good assertion, Google's OAuth refusal otherwise.
+    private func token(_ request: ServerRequest) -> ServerResponse {
+        let json = [("content-type", "application/json; charset=utf-8")]
+        guard request.method == "POST", let rules = state.tokenRules else {
+            return ServerResponse(status: 405, headers: json, body: OAuthErrorBody(error: "invalid_request", errorDescription: "Use POST.").json)
+        }
+        do throws(OAuthRefusal) {
+            try rules.check(contentType: request.header("content-type"), body: request.body, now: WallClock.seconds())
+        } catch {
+            shared.counters.withLock { $0.fcmTokensRefused[error.body.error, default: 0] += 1 }
+            return ServerResponse(status: 400, headers: json, body: error.body.json)
+        }
+        let lifetime = configuration.fcmAccessTokenLifetime
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("access_token"); writer.string(state.grant(lifetime: lifetime))
+        writer.key("expires_in"); writer.int(lifetime.components.seconds)
+        writer.key("token_type"); writer.string("Bearer")
+        writer.endObject()
+        shared.counters.withLock { $0.fcmTokensGranted += 1 }
+        return ServerResponse(status: 200, headers: json, body: writer.bytes)
+    }
+
+    /// `0:<microseconds>%<16 hex>`, the shape of Google's message IDs.
+    private mutating func messageID() -> String {
+        var out = Array("0:\(WallClock.milliseconds() * 1000)%".utf8)
+        withUnsafeBytes(of: random.next()) { Hex.append(contentsOf: $0, to: &out) }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

@@ -1,0 +1,45 @@
+import Crypto
+import IO
+import Synchronization
+
+/// What every loop thread shares to play FCM: the access tokens granted (value → expiry), the
+/// project's quota window, and the token endpoint's rules, set once the port is known.
+final class FCMSimulatorState: Sendable {
+    let projectID: String
+    private let tokens = Mutex<[String: MonotonicInstant]>([:])
+    private let quota: Mutex<FCMQuotaWindow>
+    private let rules = Mutex<FCMTokenRules?>(nil)
+
+    init(projectID: String, quotaPerMinute: Int) {
+        self.projectID = projectID
+        quota = Mutex(FCMQuotaWindow(limit: quotaPerMinute))
+    }
+
+    /// The token endpoint's checks: its URI (`aud`) names the port, known only once listening.
+    func setTokenRules(_ value: FCMTokenRules) { rules.withLock { $0 = value } }
+    var tokenRules: FCMTokenRules? { rules.withLock { $0 } }
+
+    /// A new access token valid for `lifetime`, in Google's `ya29.` form.
+    func grant(lifetime: Duration) -> String {
+        let token = "ya29.sim." + Base64URL.encode(RandomSource.shared.bytes(24))
+        let now = MonotonicInstant.now()
+        tokens.withLock { table in
+            // Expired tokens are forgotten in passing, so a long run's table stays small.
+            if table.count >= 1024 { table = table.filter { $0.value > now } }
+            table[token] = now + lifetime
+        }
+        return token
+    }
+
+    /// Whether `token` was granted here and has not expired.
+    func isValid(_ token: Substring) -> Bool {
+        let now = MonotonicInstant.now()
+        return tokens.withLock { $0[String(token)].map { $0 > now } ?? false }
+    }
+
+    /// Expires every token granted so far (a test's "mid-event" expiry, without waiting an hour).
+    func expireAll() { tokens.withLock { $0.removeAll() } }
+
+    /// Counts one message against the quota; the wait when it is spent.
+    func admit() -> Duration? { quota.withLock { $0.admit(at: .now()) } }
+}

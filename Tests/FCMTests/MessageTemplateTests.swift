@@ -1,0 +1,96 @@
+import FCM
+import JSONCore
+import Testing
+import Vocabulary
+
+/// A group's body is a constant prefix, the phone's token and the group's suffix, and every body a
+/// template can build is one FCM takes.
+@Suite struct MessageTemplateTests {
+    static let token = "dXN1Y2g6QVBBOTFiRm9vYmFy-_:x"
+    var token: DeviceToken { DeviceToken(bytes: Array(Self.token.utf8))! }
+
+    func liveUpdate(contentState: String = #"{"forecastIntensity":"5-"}"#, title: String? = "緊急地震速報") throws(FCMValidationError) -> LiveUpdateData {
+        try LiveUpdateData(eventKey: "eew-1", serial: 2, kind: .update, group: "region:301", contentState: Array(contentState.utf8),
+                           alertTitle: title, alertBody: "強い揺れに警戒")
+    }
+
+    @Test func theBodyIsTheMessageFCMDocumentsWithTheTokenFirst() throws {
+        let template = try FCMMessageTemplate(data: try liveUpdate().fields,
+                                              android: FCMAndroidOptions(priority: .high, ttl: .seconds(60), collapseKey: "eew-1"))
+        let body = String(decoding: template.body(token: token), as: UTF8.self)
+        #expect(body == #"{"message":{"token":"dXN1Y2g6QVBBOTFiRm9vYmFy-_:x","data":{"eventKey":"eew-1","serial":"2","kind":"update","#
+            + #""group":"region:301","contentState":"{\"forecastIntensity\":\"5-\"}","alertTitle":"緊急地震速報","alertBody":"強い揺れに警戒"},"#
+            + #""android":{"priority":"HIGH","ttl":"60s","collapse_key":"eew-1"}}}"#)
+        #expect(template.prefix == Array(#"{"message":{"token":""#.utf8))
+        let parsed = try JSONParser.parse(template.body(token: token))
+        #expect(parsed["message"]?["data"]?["contentState"]?.stringValue == #"{"forecastIntensity":"5-"}"#)
+    }
+
+    @Test func aNotificationIsWrittenOnlyWhenItSaysSomething() throws {
+        let android = FCMAndroidOptions(priority: .normal)
+        let alert = try FCMMessageTemplate(data: [], android: android, notification: FCMNotification(title: "T", body: "B"))
+        #expect(String(decoding: alert.suffix, as: UTF8.self) == #"","android":{"priority":"NORMAL"},"notification":{"title":"T","body":"B"}}}"#)
+        let empty = try FCMMessageTemplate(data: [], android: android, notification: FCMNotification())
+        #expect(String(decoding: empty.suffix, as: UTF8.self) == #"","android":{"priority":"NORMAL"}}}"#)
+    }
+
+    @Test func writingIntoABufferGivesTheSameBytesAsTheBody() throws {
+        let template = try FCMMessageTemplate(data: try liveUpdate().fields, android: FCMAndroidOptions(priority: .high))
+        var buffer = [UInt8](repeating: 0xee, count: 4096)
+        let count = buffer.withUnsafeMutableBytes { template.write(token: token, to: $0) }
+        #expect(count == template.bodyCount(tokenByteCount: token.count))
+        #expect(Array(buffer[..<count]) == template.body(token: token))
+        #expect(buffer[count] == 0xee)
+    }
+
+    @Test(arguments: ["from", "notification", "message_type", "google.c.a.e", "gcm.n.e", "Google.x", ""])
+    func aReservedOrEmptyDataKeyIsRefusedNamingIt(key: String) {
+        #expect(throws: FCMValidationError.self) {
+            try FCMMessageTemplate(data: [(key, "v")], android: FCMAndroidOptions(priority: .high))
+        }
+        #expect(FCMDataKey.isReserved(key) || key.isEmpty)
+    }
+
+    @Test func aRepeatedKeyAnEmptyCollapseKeyAndAnOutOfRangeTTLAreRefused() {
+        let high = FCMAndroidOptions(priority: .high)
+        #expect(throws: FCMValidationError(field: "message.data.k", "is given twice; a data map has each key once")) {
+            try FCMMessageTemplate(data: [("k", "1"), ("k", "2")], android: high)
+        }
+        #expect(throws: FCMValidationError.self) { try FCMMessageTemplate(data: [], android: FCMAndroidOptions(priority: .high, collapseKey: "")) }
+        do {
+            _ = try FCMMessageTemplate(data: [], android: FCMAndroidOptions(priority: .high, ttl: .seconds(2_419_201)))
+            Issue.record("accepted")
+        } catch { #expect(error.field == "message.android.ttl") }
+    }
+
+    @Test func theSizeIsCheckedOnceWithRoomForTheLongestToken() throws {
+        let high = FCMAndroidOptions(priority: .high)
+        let overhead = try FCMMessageTemplate(data: [("k", "")], android: high).bodyCount(tokenByteCount: DeviceToken.fcmByteCount.upperBound)
+        let room = FCMPayloadLimit.maximumBytes - overhead
+        let fits = try FCMMessageTemplate(data: [("k", String(repeating: "x", count: room))], android: high)
+        #expect(fits.bodyCount(tokenByteCount: 255) == 4096)
+        do {
+            _ = try FCMMessageTemplate(data: [("k", String(repeating: "x", count: room + 1))], android: high)
+            Issue.record("a 4,097-byte body was accepted")
+        } catch {
+            #expect(error.field == "message" && error.message.contains("4097 bytes") && error.message.contains("by 1 bytes"))
+        }
+    }
+
+    @Test func liveUpdateDataRefusesContentStateThatIsNotOneObject() {
+        for bad in ["[1]", "{", "", #"{"a":1} x"#] {
+            do { _ = try liveUpdate(contentState: bad); Issue.record("\(bad) accepted") } catch {
+                #expect(error.field == "message.data.contentState")
+            }
+        }
+        #expect(throws: FCMValidationError.self) {
+            try LiveUpdateData(eventKey: "k", serial: 0, kind: .start, group: "g", contentState: Array("{}".utf8))
+        }
+    }
+
+    @Test func theDataKeysAreTheDocumentedOnesInOrderAndNoneIsReserved() throws {
+        #expect(try liveUpdate().fields.map(\.key) == LiveUpdateData.keys)
+        #expect(try liveUpdate(title: nil).fields.map(\.key) == LiveUpdateData.keys.filter { $0 != "alertTitle" })
+        #expect(!LiveUpdateData.keys.contains(where: FCMDataKey.isReserved))
+    }
+}
