@@ -35,8 +35,9 @@ struct ScanWindow {
     private(set) var submitted: [UInt8]
     /// Answers since the last checkpoint (the producer checkpoints every second or 1,000 answers).
     private(set) var answersSinceCheckpoint = 0
-    /// Hashes answered (or entered answered) since the last checkpoint: what the next one writes
-    /// as its segment (`AnswerLog`).
+    /// Sequence numbers answered (or entered answered) since the last checkpoint: of these, the
+    /// next one writes as its segment (`AnswerLog`) the hashes still after `completed` — most
+    /// answers come in order, and `completed` covers those without a hash.
     private var newlyAnswered: [UInt64] = []
     /// Answered entries between `base` and `head`: what a folded segment holds.
     private var answeredInWindow = 0
@@ -76,15 +77,15 @@ struct ScanWindow {
         head += 1
         submitted = Self.position(of: entry)
         if entry.answered {
-            noteAnswered(entry.hash)
+            noteAnswered(sequence)
             if sequence == base { advance() }
         }
         return sequence
     }
 
-    private mutating func noteAnswered(_ hash: UInt64) {
+    private mutating func noteAnswered(_ sequence: UInt64) {
         answeredInWindow += 1
-        if log != nil { newlyAnswered.append(hash) }
+        if log != nil { newlyAnswered.append(sequence) }
     }
 
     /// Records the answer of target `sequence`.
@@ -93,7 +94,7 @@ struct ScanWindow {
         if ring[Int(sequence) & mask].offWire { offWireCount -= 1 }
         ring[Int(sequence) & mask].answered = true
         answersSinceCheckpoint += 1
-        noteAnswered(ring[Int(sequence) & mask].hash)
+        noteAnswered(sequence)
         if sequence == base { advance() }
     }
 
@@ -152,8 +153,8 @@ struct ScanWindow {
             whole = false
             let current = log!
             answerLog = AnswerLog(segment: current.next, firstKept: current.firstKept)
-            if !newlyAnswered.isEmpty { log = (current.next + 1, current.firstKept, current.keptHashes + newlyAnswered.count) }
-            answered = newlyAnswered
+            for sequence in newlyAnswered where sequence >= base { answered.append(ring[Int(sequence) & mask].hash) }
+            if !answered.isEmpty { log = (current.next + 1, current.firstKept, current.keptHashes + answered.count) }
         }
         newlyAnswered.removeAll(keepingCapacity: true)
         var sequence = whole || offWireCount > 0 ? base : head
