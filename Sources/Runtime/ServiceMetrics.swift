@@ -5,6 +5,7 @@ import IO
 import Sender
 import Synchronization
 import TokenStore
+import Vocabulary
 
 /// What `/metrics` counts. Per-push numbers come from the events' reports when each event ends
 /// (nothing is counted per push on the hot path); gauges (connections, queue, tokens, clock) are
@@ -54,6 +55,10 @@ package final class ServiceMetrics: Sendable {
     package func render(_ service: Service, tokens: StoreStatistics?) -> String {
         var text = PrometheusText()
         let snapshot = totals.withLock { $0 }
+        // The version as a label on a constant 1 (Prometheus' build_info convention), so a
+        // dashboard or an alert can join any series with the version that produced it.
+        text.family("sokuho_build_info", .gauge, help: "Always 1; labels say which build runs.")
+        text.sample("sokuho_build_info", [("version", SokuhoVersion.current)], 1)
         text.family("sokuho_pushes_total", .counter, help: "Pushes that reached their final outcome, by app, event kind and outcome (failed:<reason>).")
         for (key, count) in snapshot.pushes.sorted(by: { "\($0.key)" < "\($1.key)" }) {
             let parts = key.label.split(separator: ":", maxSplits: 1).map(String.init)

@@ -1,3 +1,4 @@
+import Vocabulary
 import Crypto
 import HTTP2
 import HTTPAPI

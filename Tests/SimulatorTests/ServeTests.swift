@@ -5,6 +5,7 @@ import Crypto
 import JSONCore
 import Simulator
 import Testing
+import Vocabulary
 
 /// `sokuho serve` as a real process, driven with curl: an event submitted over the API reaches
 /// every eligible phone on the daemon's warm connections, its report and `/metrics` say so, and a
@@ -191,6 +192,12 @@ import Testing
         let wallNow = Double(time(nil))
         #expect(started > wallNow - 600 && started <= wallNow + 1, "started \(started), now \(wallNow)")
         #expect(metrics.body.contains("\nprocess_cpu_seconds_total "), "\(metrics.body)")
+        #expect(metrics.body.contains("\nsokuho_build_info{version=\"\(SokuhoVersion.current)\"} 1\n"), "\(metrics.body)")
+        // Prometheus' own linter reads the exposition as a scraper would (Debian's promtool,
+        // installed by Toolchain/setup --for-tests): names, types, help texts, label syntax.
+        let exposition = writeFile(temporaryDirectory("sokuho-metrics"), "metrics.txt", metrics.body)
+        let lint = ChildProcess.run("/usr/bin/promtool", ["check", "metrics"], stdin: exposition)
+        #expect(lint.status == 0, "promtool check metrics: \(lint.out)\(lint.err)")
         // The same event again: already sent, nothing more on the wire.
         let again = daemon.curl("POST", "/v1/events", body: event)
         #expect(again.status == 200 && again.body.contains(#""alreadySent":true"#), "\(again.body)")

@@ -1,5 +1,6 @@
 import Testing
 @testable import SokuhoCLI
+import Vocabulary
 
 /// The command line as a script sees it: exit codes, one-line errors, help everywhere.
 @Suite struct CommandLineTests {
