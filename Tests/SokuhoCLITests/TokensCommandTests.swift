@@ -235,8 +235,10 @@ import Testing
         return (status, CLIFixture.readFile(fixture.directory + "/err"))
     }
 
-    @Test func aKilledImportLeavesAConsistentCommittedPrefix() throws {
+    @Test func aKilledImportIntoAnExistingStoreLeavesAConsistentCommittedPrefix() throws {
         let fixture = CLIFixture()
+        // The store exists (empty): chunks go into it as they commit.
+        #expect(fixture.run(["tokens", "import", fixture.file("none.jsonl", ""), "--store", fixture.store]).0 == .success)
         let (pid, input) = CLIFixture.spawn(["tokens", "import", "-", "--batch", "100", "--store", fixture.store])
         // 1 050 lines, then keep stdin open: the importer commits whole batches of 100 and waits for
         // more, so the last 50 lines are never committed.
@@ -264,6 +266,33 @@ import Testing
         // Whole batches of 100, and exactly the first lines of the input.
         #expect(ids.count % 100 == 0 && ids.count >= 300 && ids.count <= 1000)
         #expect(ids.sorted() == (0..<ids.count).map { String.padded($0) })
+    }
+
+    @Test func aNewStoreIsWrittenWholeAndPackedAndAKilledOneLeavesNoStore() throws {
+        let fixture = CLIFixture()
+        let lines = (0..<3000).map { Self.line(String.padded($0), token: Self.token($0), topic: "region:\($0 % 5)") }.joined(separator: "\n")
+        let input = fixture.file("in.jsonl", lines)
+        // Killed mid-way: no store at --store (an event or the daemon would see nothing half-made).
+        let (pid, pipe) = CLIFixture.spawn(["tokens", "import", "-", "--batch", "100", "--store", fixture.store])
+        CLIFixture.writeAll(pipe, lines + "\n")
+        for _ in 0..<500 where access(fixture.store + "/.importing/data.mdb", F_OK) != 0 { usleep(10_000) }
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        close(pipe)
+        #expect(access(fixture.store + "/data.mdb", F_OK) != 0, "a killed new import left a store")
+        #expect(fixture.run(["store", "check", "--store", fixture.store]).0 != .success)
+        // Again, to the end: the working copy goes, and the store is as packed as its backup.
+        let (code, out, err) = fixture.run(["tokens", "import", input, "--store", fixture.store])
+        #expect(code == .success, "\(out)\(err)")
+        #expect(access(fixture.store + "/.importing", F_OK) != 0, "the working copy was left behind")
+        #expect(fixture.run(["store", "check", "--store", fixture.store]).1 == "ok: schema 5 (current 5), 3000 installations, 3000 tokens, 3000 topic entries\n")
+        let backup = fixture.directory + "/backup"
+        #expect(fixture.run(["store", "backup", backup, "--store", fixture.store]).0 == .success)
+        var imported = stat(), packed = stat()
+        #expect(stat(fixture.store + "/data.mdb", &imported) == 0 && stat(backup + "/data.mdb", &packed) == 0)
+        #expect(imported.st_size <= packed.st_size, "imported \(imported.st_size) bytes, its packed copy \(packed.st_size)")
+        #expect(fixture.run(["tokens", "export", "--store", fixture.store]).1 == fixture.run(["tokens", "export", "--store", backup]).1)
     }
 }
 
