@@ -32,7 +32,8 @@ public struct CommandLineParser: Sendable {
                 if word.hasPrefix("-"), command.run == nil {
                     throw .usage("\(path): unknown option '\(word)'; see '\(path) --help'")
                 }
-                throw .usage("\(path): unknown command '\(word)'; see '\(path) --help'")
+                let hint = Suggestion.hint(for: word, among: command.subcommands.map(\.name))
+                throw .usage("\(path): unknown command '\(word)'\(hint); see '\(path) --help'")
             }
             command = next
             path += " " + next.name
@@ -58,7 +59,8 @@ public struct CommandLineParser: Sendable {
                 inlineValue = String(word[word.index(after: equals)...])
             }
             guard let option = command.options.first(where: { $0.name == name }) else {
-                throw .usage("\(path): unknown option '\(name)'; see '\(path) --help'")
+                let hint = Suggestion.hint(for: name, among: command.options.map(\.name) + ["--help"])
+                throw .usage("\(path): unknown option '\(name)'\(hint); see '\(path) --help'")
             }
             if values[name] != nil, !option.repeatable {
                 throw .usage("\(path): option '\(name)' given twice")

@@ -31,10 +31,23 @@ import Vocabulary
     @Test func unknownOptionIsOneLineAndExit64() {
         let (code, _, err) = run(["version", "--jsn"])
         #expect(code == .usage)
-        #expect(err == "sokuho version: unknown option '--jsn'; see 'sokuho version --help'\n")
+        #expect(err == "sokuho version: unknown option '--jsn' (did you mean '--json'?); see 'sokuho version --help'\n")
         let (topCode, _, topErr) = run(["--frob"])
         #expect(topCode == .usage)
         #expect(topErr.split(separator: "\n").count == 1)
+    }
+
+    @Test func aMistypedCommandOrOptionIsAnsweredWithTheNameItResembles() {
+        #expect(run(["serv"]).2 == "sokuho: unknown command 'serv' (did you mean 'serve'?); see 'sokuho --help'\n")
+        let (code, _, err) = run(["serve", "--check-confg"])
+        #expect(code == .usage)
+        #expect(err == "sokuho serve: unknown option '--check-confg' (did you mean '--check-config'?); see 'sokuho serve --help'\n")
+        #expect(run(["tokens", "imprt"]).2.contains("(did you mean 'import'?)"))
+        // Nothing close, or a short word that resembles too much: no guess.
+        #expect(!run(["frobnicate"]).2.contains("did you mean"))
+        #expect(Suggestion.closest(to: "x", among: ["a", "b"]) == nil)
+        #expect(Suggestion.closest(to: "stats", among: ["stat", "state"]) == nil, "two equally close: no guess")
+        #expect(Suggestion.editDistance(Array("recieve".utf8), Array("receive".utf8)) == 1, "a swap of neighbours is one typo")
     }
 
     @Test func helpListsEverySubcommandAndEveryCommandHasHelp() {
