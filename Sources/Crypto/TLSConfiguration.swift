@@ -70,6 +70,10 @@ public final class TLSConfiguration: @unchecked Sendable {
             // and the file fails only when none did.
             var status = stat()
             if caFromUser, stat(caFile, &status) == 0, status.st_mode & S_IFMT == S_IFDIR { throw .caFileIsDirectory(caFile) }
+            // mbedTLS says "Read/write of file failed" for both: name the cause a person can fix.
+            if caFromUser, access(caFile, R_OK) != 0 {
+                throw errno == ENOENT ? .caFileMissing(caFile) : .caFileUnreadable(caFile, String(cString: strerror(errno)))
+            }
             let skipped: Int
             do { skipped = try MbedTLS.count(mbedtls_x509_crt_parse_file(caChain, caFile)) } catch { throw unreadable(error.code) }
             guard caChain.pointee.version != 0 else { throw unreadable(Int32(skipped)) }
@@ -114,6 +118,9 @@ public enum TLSConfigurationError: Error, Sendable, CustomStringConvertible {
     case caFile(String, Int32)
     /// `--ca-file` (or an app's `caFile`) names a directory: mbedTLS reports it as a failed allocation.
     case caFileIsDirectory(String)
+    /// The CA file does not exist, or this user may not read it.
+    case caFileMissing(String)
+    case caFileUnreadable(String, String)
     case systemCABundle(String, Int32)
     case certificateFile(String, Int32)
     case keyFile(String, Int32)
@@ -123,6 +130,10 @@ public enum TLSConfigurationError: Error, Sendable, CustomStringConvertible {
         switch self {
         case let .caFile(path, rc):
             return "--ca-file \(path): no PEM certificate could be read (\(MbedTLSLibrary.describe(rc))); pass the CA the server's certificate was issued by, e.g. the simulator's <cert-dir>/ca.pem"
+        case let .caFileMissing(path):
+            return "--ca-file \(path) does not exist; give the PEM file of the CA the server's certificate was issued by, e.g. the simulator's <cert-dir>/ca.pem"
+        case let .caFileUnreadable(path, reason):
+            return "--ca-file \(path) cannot be read by this user (\(reason)); make it readable (chmod 644: a CA certificate is not a secret)"
         case let .caFileIsDirectory(path):
             return "--ca-file \(path) is a directory; give the PEM file of the CA the server's certificate was issued by, e.g. the simulator's <cert-dir>/ca.pem"
         case let .systemCABundle(path, rc):

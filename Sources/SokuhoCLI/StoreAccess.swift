@@ -35,7 +35,7 @@ enum StoreAccess {
         guard stat(directory, &info) == 0, info.st_uid != effectiveUID else { return }
         let owner = userName(info.st_uid)
         let me = userName(effectiveUID)
-        let fix = owner.map { "Run as that user: sudo -u \($0) \(command) …" } ?? "Run as uid \(info.st_uid) (setpriv --reuid=\(info.st_uid) \(command) …) or chown the directory"
+        let fix = owner.map { "Run as that user: runuser -u \($0) -- \(command) … (as root; or sudo -u \($0))" } ?? "Run as uid \(info.st_uid) (setpriv --reuid=\(info.st_uid) \(command) …) or chown the directory"
         let runner = me.map { "'\($0)' (uid \(effectiveUID))" } ?? "uid \(effectiveUID)"
         throw CLIError(.noPermission,
                        "permission denied for the token store at \(directory): it belongs to \(owner.map { "'\($0)' (uid \(info.st_uid))" } ?? "uid \(info.st_uid)"), "

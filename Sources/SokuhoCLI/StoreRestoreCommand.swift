@@ -26,7 +26,7 @@ enum StoreRestoreCommand {
                     take another backup) · 66 no backup at BACKUP · 73 DIR already holds a store
                     (pass --replace) · 75 the store is open in another process (stop sokuho serve:
                     systemctl stop sokuho) · 74 I/O error or disk full · 77 permission denied (run
-                    as the store's owner: sudo -u sokuho)
+                    as the store's owner: runuser -u sokuho --)
         """,
         run: run)
 

@@ -214,7 +214,7 @@ import Testing
         #expect(status == .noPermission)
         #expect(err.contains("permission denied for the token store at \(fixture.store): it belongs to"))
         #expect(err.contains("uid 65534"))
-        #expect(err.contains("sudo -u ") && err.contains(" sokuho tokens import …"))
+        #expect(err.contains("runuser -u ") && err.contains(" -- sokuho tokens import …"))
         let (prune, _, pruneErr) = fixture.run(["tokens", "prune", "--expired", "--store", fixture.store])
         #expect(prune == .noPermission)
         #expect(pruneErr.contains(" sokuho tokens prune …"))
