@@ -49,11 +49,20 @@ enum ServeCommand {
         """,
         run: run)
 
+    /// Where the .deb installs the configuration (Packaging/build-deb).
+    static let packagedConfiguration = "/etc/sokuho/sokuho.json"
+
     static func run(_ invocation: Invocation) throws(CLIError) -> ExitCode {
         let configuration = try load(invocation)
         if invocation.flag("--promote") { return try PromoteClient.promote(configuration, invocation: invocation) }
         if invocation.flag("--check-config") {
             invocation.console.print(invocation.flag("--json") ? configuration.json : configuration.summary)
+            // Root reads every file: a key the daemon's user cannot read would pass here and fail at
+            // start. Said on stderr, so the summary and --json stay as they are.
+            if geteuid() == 0 {
+                invocation.console.error("sokuho serve: note: checked as root, who can read every file; the packaged daemon runs as 'sokuho': "
+                                         + "runuser -u sokuho -- sokuho serve --check-config … checks what it can read")
+            }
             return .success
         }
         return try serve(configuration, invocation: invocation)
@@ -75,7 +84,11 @@ enum ServeCommand {
             return try ServeConfiguration.load(file: file, environment: invocation.environment, flags: flags)
         } catch {
             let source = invocation.string("--config").map { "\($0): " } ?? ""
-            throw CLIError(.config, source + error.description)
+            // Without --config only SOKUHO_* variables and flags configure it: say where the
+            // package's file is, the likelier intent.
+            let hint = invocation.string("--config") == nil
+                ? " (no --config given; the package's configuration is \(packagedConfiguration): sokuho serve --config \(packagedConfiguration))" : ""
+            throw CLIError(.config, source + error.description + hint)
         }
     }
 

@@ -13,6 +13,15 @@ import Testing
         #expect(out.contains("com.example.quake (production)") && out.contains(fixture.keyFile) && out.contains("/srv/sokuho"))
         #expect(out.contains("every 300 s") && out.contains("every 3600 s"))
         #expect(!out.contains("PRIVATE KEY") && !out.contains("s3cret-token"))
+        // The tests run as root (CI): root reads every file, which the check says, on stderr.
+        #expect(geteuid() != 0 || err.contains("checked as root") && err.contains("runuser -u sokuho -- sokuho serve --check-config"), "\(err)")
+    }
+
+    @Test func withoutConfigTheErrorPointsAtThePackagedFile() throws {
+        let fixture = try ServeConfigFixture()
+        let (code, _, err) = fixture.files.run(["serve", "--check-config"], environment: [:])
+        #expect(code == .config)
+        #expect(err.contains("no --config given; the package's configuration is /etc/sokuho/sokuho.json"), "\(err)")
     }
 
     @Test func checkConfigJSONTakesTheOverrides() throws {
