@@ -6,7 +6,16 @@ public struct JSONParser {
     public struct Error: Swift.Error, Sendable, Equatable, CustomStringConvertible {
         public let offset: Int
         public let message: String
-        public var description: String { "\(message) at byte \(offset)" }
+        /// Where `offset` is as an editor shows it (1-based; the column counts bytes): a file's
+        /// mistake is found by line, not by counting bytes.
+        public var line = 1
+        public var column = 1
+        public var description: String { "\(message) at line \(line), column \(column) (byte \(offset))" }
+
+        public init(offset: Int, message: String) {
+            self.offset = offset
+            self.message = message
+        }
     }
 
     /// Nesting deeper than this is refused (a stack-safety bound, far above any real payload).
@@ -48,7 +57,13 @@ public struct JSONParser {
         guard value.isObject else { throw Error(offset: 0, message: "expected a JSON object ({…})") }
     }
 
-    private func error(_ message: String) -> Error { Error(offset: index, message: message) }
+    private func error(_ message: String) -> Error {
+        var error = Error(offset: index, message: message)
+        for byte in bytes[..<min(index, bytes.count)] {
+            if byte == 0x0A { error.line += 1; error.column = 1 } else { error.column += 1 }
+        }
+        return error
+    }
 
     private mutating func skipWhitespace() {
         while index < bytes.count {
