@@ -13,7 +13,14 @@ enum StoreBackupCommand {
         run: { invocation throws(CLIError) in
             let destination = invocation.positional("DEST")!
             let store = try StoreAccess.open(invocation, readOnly: true)
-            try StoreAccess.run { () throws(StoreError) in try store.backup(to: destination) }
+            do throws(StoreError) { try store.backup(to: destination) } catch {
+                // The store is readable (it was opened): a refusal here is the destination's.
+                if case let .permissionDenied(path) = error {
+                    throw CLIError(.noPermission, "cannot write the backup into \(path): permission denied for this user; "
+                                   + "choose a directory it can write (the store's owner, e.g. runuser -u sokuho --, needs write access to DEST)")
+                }
+                throw StoreAccess.cliError(error)
+            }
             invocation.console.print("backed up \(store.directory) to \(destination)/data.mdb")
             return .success
         })
