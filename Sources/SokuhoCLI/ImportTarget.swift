@@ -29,16 +29,28 @@ struct ImportTarget {
         try StoreAccess.requireOwner(directory, command: invocation.commandPath)
         let working = directory + "/.importing"
         try removeWorkingCopy(working)
-        let store = try StoreAccess.run { () throws(StoreError) in
-            try TokenStore(directory: working, options: TokenStore.Options(readOnly: false, create: true, maximumBatch: 500_000))
+        do {
+            let store = try TokenStore(directory: working, options: TokenStore.Options(readOnly: false, create: true, maximumBatch: 500_000))
+            return ImportTarget(store: store, directory: directory, working: working)
+        } catch {
+            try? removeWorkingCopy(working)
+            throw naming(StoreAccess.cliError(error), directory: directory, working: working)
         }
-        return ImportTarget(store: store, directory: directory, working: working)
+    }
+
+    /// `error` as the user should read it: about the store they named, not its working copy.
+    func naming(_ error: CLIError) -> CLIError {
+        working.map { Self.naming(error, directory: directory, working: $0) } ?? error
+    }
+
+    private static func naming(_ error: CLIError, directory: String, working: String) -> CLIError {
+        CLIError(error.code, error.message.replacing(working, with: directory))
     }
 
     /// The import is complete: a fresh store is written from the working copy (then removed).
     func finish() throws(CLIError) {
         guard let working else { return }
-        try StoreAccess.run { () throws(StoreError) in try store.backup(to: directory) }
+        do { try StoreAccess.run { () throws(StoreError) in try store.backup(to: directory) } } catch { throw naming(error) }
         store.close()
         try Self.removeWorkingCopy(working)
     }

@@ -151,7 +151,7 @@ enum TokensImportCommand {
             invocation.console.progress("\r")
             guard target.working == nil else {
                 target.abandon()
-                throw CLIError(error.code, "\(error.message) (nothing imported: a new store is written only when its import completes)")
+                throw CLIError(error.code, "\(target.naming(error).message) (nothing imported: a new store is written only when its import completes)")
             }
             store.close()
             throw CLIError(error.code, "\(error.message) (\(imported) lines had been imported)")

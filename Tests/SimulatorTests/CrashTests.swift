@@ -244,6 +244,16 @@ import Testing
         let generated = ChildProcess.run("sh", ["-c", "\"$0\" tokens generate --count 40000 --levels 4 > \"$1\"", SimulatorProcessTests.binary, lines])
         try #require(generated.status == 0, "\(generated.err)")
 
+        // Into a new store: nothing is kept (it is written only whole), the working copy goes and
+        // gives its space back, and the message names the store, not the working copy.
+        let fresh = ChildProcess.run(SimulatorProcessTests.binary, ["tokens", "import", lines, "--store", store, "--batch", "1000"])
+        #expect(fresh.status == 74, "exit \(fresh.status): \(fresh.out) \(fresh.err)")
+        #expect(fresh.err.contains("the disk holding the token store at \(store) is full") && fresh.err.contains("nothing imported"), "\(fresh.err)")
+        #expect(access(store + "/.importing", F_OK) != 0 && access(store + "/data.mdb", F_OK) != 0)
+        // Into an existing store: the batches before the full disk stay.
+        let empty = writeFile(directory, "empty.jsonl", "")
+        let created = ChildProcess.run(SimulatorProcessTests.binary, ["tokens", "import", empty, "--store", store])
+        try #require(created.status == 0, "\(created.err)")
         let run = ChildProcess.run(SimulatorProcessTests.binary, ["tokens", "import", lines, "--store", store, "--batch", "1000"])
         print("import into a full disk: exit \(run.status): \(run.err)")
         #expect(run.status == 74, "exit \(run.status): \(run.out) \(run.err)")
