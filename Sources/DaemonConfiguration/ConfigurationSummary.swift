@@ -22,7 +22,7 @@ extension ServeConfiguration {
         lines.append("rate limit    " + (rateLimit.map { "\($0.perSecond) requests/s per client address, burst \($0.burst)" } ?? "none"))
         lines.append("max body      \(maxBodyBytes) bytes")
         lines.append("status page   \(statusPage ? "on" : "off")")
-        lines.append("file modes    " + (allowReadableKey ? "keys and token readable by group or others allowed" : "keys and token must be private (0600)"))
+        lines.append("file modes    " + (allowReadableKey ? "keys and token readable by group or others allowed" : "keys and token must be private (no access for group or others: 0400 or 0600)"))
         if standby {
             lines.append("standby       yes: nothing is sent until promoted" + (standbyBackupFile.map { "; follows the backup at \($0)" } ?? ""))
         }
