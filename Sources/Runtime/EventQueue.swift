@@ -67,6 +67,24 @@ package final class EventQueue: @unchecked Sendable {
         }
     }
 
+    /// Events that ended before this process started (oldest first), listed as they ended:
+    /// nothing is queued. A restart or an upgrade would otherwise empty the list while each
+    /// event's own URL still answers from the store.
+    package func remember(_ ended: [(event: FanoutEvent, app: AppRuntime, state: State, report: FanoutReport?)]) {
+        lock.withLock {
+            for (event, app, state, report) in ended {
+                let id = Self.id(key: event.key, serial: event.serial)
+                guard entries[id] == nil else { continue }
+                var entry = Entry(id: id, event: event, app: app, urgent: event.kind == .start)
+                entry.state = state
+                entry.report = report
+                entries[id] = entry
+                order.append(id)
+            }
+            forgetOld()
+        }
+    }
+
     package func entry(_ id: String) -> Entry? { lock.withLock { entries[id] } }
 
     /// Whether a queued or running event still needs `runtime` (a reload retired it).

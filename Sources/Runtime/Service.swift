@@ -83,8 +83,11 @@ public final class Service: Sendable {
         }
         apps = Mutex(runtimes)
         // Read before the workers start: a failure here leaves no thread behind.
-        let pending: [EventSerialRecord]
-        do { pending = try store.eventSerials(in: .sending) } catch {
+        let pending: [EventSerialRecord], ended: [EventSerialRecord]
+        do {
+            pending = try store.eventSerials(in: .sending)
+            ended = try store.eventSerials(in: .done) + store.eventSerials(in: .stopped)
+        } catch {
             for runtime in runtimes { runtime.shutdown() }
             store.close()
             throw ServiceError("storePath: \(error.description)")
@@ -96,9 +99,21 @@ public final class Service: Sendable {
             retiring.service?.shutDownIdleRetired()
         }
         retiring.service = self
+        // The list (`GET /v1/events`, the status page) shows what ended before a restart too.
+        events.remember(Self.listed(ended).compactMap { record in
+            guard let event = try? FanoutEvent(json: record.body), let runtime = app(event.app, event.environment) else { return nil }
+            return (event, runtime, record.phase == .done ? .done : .stopped, FanoutReport(json: record.report))
+        })
         // A standby runs nothing: what its store holds in `.sending` is the primary's business
         // until a promotion (`promote`) resumes it.
         if !configuration.standby { resume(pending) }
+    }
+
+    /// The ended events a restart lists: this node's own (not a cluster shard's record, not what
+    /// it remembers of offering an event to the cluster), the newest `EventQueue.kept`, oldest first.
+    private static func listed(_ records: [EventSerialRecord]) -> [EventSerialRecord] {
+        let own = records.filter { ShardRecordKey.eventKey(of: $0.eventKey) == nil && !AcceptanceRecordKey.isAcceptance($0.eventKey) }
+        return Array(own.sorted { $0.updatedAt < $1.updatedAt }.suffix(EventQueue.kept))
     }
 
     /// Starts answering the API and checking the apps' credentials (at once, then every

@@ -207,6 +207,10 @@ import Vocabulary
         let after = daemon.curl("GET", url)
         #expect(after.status == 200)
         #expect(try JSONParser.parse(after.body)["report"]?["delivered"]?.int64Value == Int64(eligible))
+        // The list and the status page still show it after the restart (issue 24), as it ended.
+        let listed = daemon.curl("GET", "/v1/events")
+        #expect(listed.status == 200 && listed.body.contains(#""key":"eew-serve""#) && listed.body.contains(#""state":"done""#), "\(listed.body)")
+        #expect(daemon.curl("GET", "/", admin: false).body.contains("eew-serve"))
         #expect(daemon.stop() == 0)
         #expect(scenario.running.counters.accepted == eligible)
     }
