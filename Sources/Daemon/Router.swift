@@ -58,7 +58,9 @@ package final class Router: @unchecked Sendable {
             return .response(Self.readiness(service))
         case ("GET", "/") where service.configuration.statusPage:
             return Self.withTokenStatistics(service, within: .seconds(60), worker: apiWorker) { [service] tokens in
-                var response = HTTPResponse.html(StatusPage.render(service, tokens: tokens))
+                // ?refresh=N (5…3600 s) reloads the page in the browser; anything else is ignored.
+                let refresh = request.queryValue("refresh").flatMap { Int($0) }.flatMap { (5...3600).contains($0) ? $0 : nil }
+                var response = HTTPResponse.html(StatusPage.render(service, tokens: tokens, refresh: refresh))
                 // The page is a snapshot of moving numbers: a reload must ask again.
                 response.headers.append(("Cache-Control", "no-store"))
                 return response

@@ -4,6 +4,7 @@ import Runtime
 import Crypto
 import Fanout
 import TokenStore
+import Vocabulary
 
 /// `GET /`: one server-rendered HTML page an operator can open on the box (or through an SSH
 /// tunnel) during an event, with no other tool: apps and their connections, the clock, the queue,
@@ -15,12 +16,14 @@ import TokenStore
 /// here: the page is unauthenticated like `/metrics`.
 package enum StatusPage {
     /// `tokens`: the store's statistics at most a minute old (`TokenStatisticsCache`), nil when unreadable.
-    package static func render(_ status: any StatusView, tokens: StoreStatistics?) -> String {
+    /// `refresh`: seconds after which the browser reloads the page (`GET /?refresh=10`; nil: never).
+    package static func render(_ status: any StatusView, tokens: StoreStatistics?, refresh: Int? = nil) -> String {
+        let reload = refresh.map { "<meta http-equiv=\"refresh\" content=\"\($0)\">\n" } ?? ""
         var html = """
             <!DOCTYPE html>
             <html lang="en"><head><meta charset="utf-8">
             <meta name="viewport" content="width=device-width, initial-scale=1">
-            <title>Sokuho status</title>
+            \(reload)<title>Sokuho status</title>
             <style>
             body{font-family:sans-serif;margin:1.5em;color:#222}
             table{border-collapse:collapse;margin-bottom:1.5em}
@@ -32,6 +35,9 @@ package enum StatusPage {
             <h1>Sokuho status</h1>
 
             """
+        // Which build, and when this snapshot was taken (a page left open, or printed, says its age).
+        html += "<p id=\"rendered\">sokuho \(escape(SokuhoVersion.current)) · rendered \(ProviderTokenClockDiagnosis.iso8601(Int64(WallClock.milliseconds() / 1000)))"
+            + (refresh.map { " · reloads every \($0) s" } ?? " · <a href=\"/?refresh=10\">reload every 10 s</a>") + "</p>\n"
         if status.isStandby {
             html += "<p class=\"warn\" id=\"standby\" style=\"font-size:1.4em\"><strong>STANDBY</strong>: this daemon sends nothing until promoted (sokuho serve --promote --config FILE, or SIGUSR1).</p>\n"
         }
@@ -87,8 +93,8 @@ package enum StatusPage {
 
     private static func appendEvents(_ html: inout String, _ entries: [EventQueue.Entry]) {
         guard !entries.isEmpty else { html += "<p>No events since the daemon started.</p>\n"; return }
-        html += "<table id=\"events\"><tr><th>Key</th><th>Serial</th><th>Kind</th><th>App</th><th>State</th>"
-            + "<th>Delivered / targets</th><th>Seconds</th><th>Delivered over time</th></tr>\n"
+        html += "<table id=\"events\"><tr><th>Key</th><th>Serial</th><th>Kind</th><th>App</th><th>Accepted</th><th>State</th>"
+            + "<th>Delivered / targets</th><th>Unknown</th><th>Failed</th><th>Seconds</th><th>Delivered over time</th></tr>\n"
         for entry in entries {
             let report = entry.report
             var state = escape(entry.state.rawValue)
@@ -96,9 +102,13 @@ package enum StatusPage {
             if let stopped = report?.stopped { state += ": " + escape(stopped) }
             let delivered = report.map { "\($0.delivered) / \($0.targets)" } ?? "–"
             let seconds = report.map { fixed($0.seconds, digits: 2) } ?? "–"
+            // Unknown and failed are phones without a confirmed start: the numbers an operator acts on.
+            let unknown = report.map { String($0.unknown) } ?? "–", failed = report.map { String($0.failedTotal) } ?? "–"
             html += "<tr class=\"event\"><td class=\"key\">\(escape(entry.event.key))</td><td class=\"n\">\(entry.event.serial)</td>"
-                + "<td>\(escape(entry.event.kind.rawValue))</td><td>\(escape(entry.app.name))</td><td>\(state)</td>"
-                + "<td class=\"n delivered\">\(delivered)</td><td class=\"n\">\(seconds)</td>"
+                + "<td>\(escape(entry.event.kind.rawValue))</td><td>\(escape(entry.app.name))</td>"
+                + "<td class=\"accepted\">\(escape(ProviderTokenClockDiagnosis.iso8601(entry.acceptedAt)))</td><td>\(state)</td>"
+                + "<td class=\"n delivered\">\(delivered)</td><td class=\"n unknown\">\(unknown)</td><td class=\"n failed\">\(failed)</td>"
+                + "<td class=\"n\">\(seconds)</td>"
                 + "<td>\(sparkline(entry.curve, targets: report?.targets ?? 0, label: entry.event.key))</td></tr>\n"
         }
         html += "</table>\n"

@@ -3,6 +3,7 @@ import DaemonConfiguration
 import Fanout
 import IO
 import TokenStore
+import Vocabulary
 
 /// The events the daemon accepted, and the two threads that fan them out: one for urgent events
 /// (starts: an earthquake warning) and one for the rest (updates, ends, election night). An
@@ -24,6 +25,9 @@ package final class EventQueue: @unchecked Sendable {
         package var state: State = .queued
         package var report: FanoutReport?
         package var error: String?
+        /// When it was accepted (seconds since 1970): at `submit`, or the store's record for one
+        /// remembered after a restart.
+        package var acceptedAt = Int64(WallClock.milliseconds() / 1000)
         /// Delivered over time, for the status page's curve.
         package var curve: [(seconds: Double, count: Int)] = []
     }
@@ -70,14 +74,15 @@ package final class EventQueue: @unchecked Sendable {
     /// Events that ended before this process started (oldest first), listed as they ended:
     /// nothing is queued. A restart or an upgrade would otherwise empty the list while each
     /// event's own URL still answers from the store.
-    package func remember(_ ended: [(event: FanoutEvent, app: AppRuntime, state: State, report: FanoutReport?)]) {
+    package func remember(_ ended: [(event: FanoutEvent, app: AppRuntime, state: State, report: FanoutReport?, acceptedAt: Int64)]) {
         lock.withLock {
-            for (event, app, state, report) in ended {
+            for (event, app, state, report, acceptedAt) in ended {
                 let id = Self.id(key: event.key, serial: event.serial)
                 guard entries[id] == nil else { continue }
                 var entry = Entry(id: id, event: event, app: app, urgent: event.kind == .start)
                 entry.state = state
                 entry.report = report
+                entry.acceptedAt = acceptedAt
                 entries[id] = entry
                 order.append(id)
             }

@@ -102,7 +102,7 @@ public final class Service: Sendable {
         // The list (`GET /v1/events`, the status page) shows what ended before a restart too.
         events.remember(Self.listed(ended).compactMap { record in
             guard let event = try? FanoutEvent(json: record.body), let runtime = app(event.app, event.environment) else { return nil }
-            return (event, runtime, record.phase == .done ? .done : .stopped, FanoutReport(json: record.report))
+            return (event, runtime, record.phase == .done ? .done : .stopped, FanoutReport(json: record.report), Int64(record.startedAt / 1000))
         })
         // A standby runs nothing: what its store holds in `.sending` is the primary's business
         // until a promotion (`promote`) resumes it.

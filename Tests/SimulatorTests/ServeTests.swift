@@ -236,6 +236,13 @@ import Vocabulary
         #expect(page.body.contains("eew-status&amp;quake"), "\(page.body)")
         #expect(!page.body.contains("eew-status&quake"))
         #expect(!page.body.contains(daemon.token) && !page.body.contains(FanoutScenario.token(0)) && !page.body.contains("<script"))
+        // Which build and when (issue 24); each event's accepted time, unknown and failed counts.
+        #expect(page.body.contains("sokuho \(SokuhoVersion.current) · rendered 20"), "\(page.body)")
+        #expect(page.body.contains("<td class=\"n unknown\">0</td><td class=\"n failed\">0</td>"), "\(page.body)")
+        #expect(page.body.contains("<td class=\"accepted\">20"), "\(page.body)")
+        #expect(!page.body.contains("http-equiv=\"refresh\""))
+        #expect(daemon.curl("GET", "/?refresh=10", admin: false).body.contains("<meta http-equiv=\"refresh\" content=\"10\">"))
+        #expect(!daemon.curl("GET", "/?refresh=0", admin: false).body.contains("http-equiv"), "outside 5…3600 s: no reload")
 
         // A profile of its own in the scenario's directory: nothing written to $HOME, no state
         // shared with another run.
