@@ -19,6 +19,18 @@ package enum BodyFields {
         return text
     }
 
+    /// An installation id: a name the store takes that is also one path segment of
+    /// `/v1/installations/{id}` — no "/" (the path is percent-decoded before routing, so "%2F"
+    /// cannot address it either) and not "." or ".." (clients normalise those away): an id the
+    /// phone could never PUT or DELETE again is refused when it is registered.
+    package static func installationID(_ value: JSONValue, field: String) throws(EventError) -> String {
+        let text = try name(value, field: field)
+        guard !text.contains("/"), text != ".", text != ".." else {
+            throw EventError(field: field, "must not contain '/' or be '.' or '..': it is a segment of /v1/installations/{id}")
+        }
+        return text
+    }
+
     /// A token as hex: the same rules as every other token parser (`DeviceToken`), and the store's
     /// length bounds.
     package static func token(_ value: JSONValue, field: String) throws(EventError) -> [UInt8] {
@@ -53,7 +65,7 @@ package struct InstallationBody {
             }
             return environment
         }
-        installationID = try fields.optional("installationId") { (value, field) throws(EventError) in try BodyFields.name(value, field: field) }
+        installationID = try fields.optional("installationId") { (value, field) throws(EventError) in try BodyFields.installationID(value, field: field) }
         let pushToStart = try fields.optional("pushToStartToken") { (value, field) throws(EventError) in try BodyFields.token(value, field: field) }
         let device = try fields.optional("deviceToken") { (value, field) throws(EventError) in try BodyFields.token(value, field: field) }
         tokens = [pushToStart.map { (TokenKind.pushToStart, $0) }, device.map { (TokenKind.device, $0) }].compactMap { $0 }
