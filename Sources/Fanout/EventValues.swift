@@ -5,8 +5,23 @@ import JSONCore
 /// one message per kind of value, shared by the event's fields and its groups'.
 enum EventValues {
     static func name(_ value: JSONValue, field: String) throws(EventError) -> String {
-        guard let text = value.stringValue, !text.isEmpty, text.utf8.count <= FanoutEvent.maximumNameBytes, !text.utf8.contains(0) else {
+        guard let text = value.stringValue, !text.isEmpty, text.utf8.count <= FanoutEvent.maximumNameBytes else {
             throw EventError(field: field, "must be a non-empty string of at most \(FanoutEvent.maximumNameBytes) bytes")
+        }
+        // The store refuses control characters in its keys: refused here, naming the field, not
+        // later as a store failure (a key with one was answered 503 store_unavailable).
+        guard !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else {
+            throw EventError(field: field, "must not contain control characters (a newline, a tab, NUL …)")
+        }
+        return text
+    }
+
+    /// An event key: a name, and part of the event's URL `/v1/events/{key}/{serial}`, so no
+    /// segment of it may be "." or "..": clients normalise those away and would ask for another event.
+    static func key(_ value: JSONValue, field: String) throws(EventError) -> String {
+        let text = try name(value, field: field)
+        guard !text.split(separator: "/", omittingEmptySubsequences: false).contains(where: { $0 == "." || $0 == ".." }) else {
+            throw EventError(field: field, "must not have '.' or '..' as a '/'-separated part: it is part of the event's URL")
         }
         return text
     }

@@ -81,7 +81,7 @@ public struct FanoutEvent: Sendable {
             guard let text = value.stringValue else { throw EventError(field: field, "must be \"production\" or \"sandbox\"") }
             do { return try Environment(name: text) } catch { throw EventError(field: field, "must be \"production\" or \"sandbox\", not '\(text)'") }
         }
-        key = try fields.required("key") { (value, field) throws(EventError) in try EventValues.name(value, field: field) }
+        key = try fields.required("key") { (value, field) throws(EventError) in try EventValues.key(value, field: field) }
         serial = try fields.optional("serial") { (value, field) throws(EventError) in
             guard let number = value.int64Value, (1...Int64(UInt32.max)).contains(number) else {
                 throw EventError(field: field, "must be a whole number from 1 to \(UInt32.max) (the event's revision: 1, 2, 3 …)")
