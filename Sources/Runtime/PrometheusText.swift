@@ -47,16 +47,22 @@ public struct PrometheusText {
     package static func escapeLabel(_ value: String) -> String { escape(value, quote: true) }
     package static func escapeHelp(_ value: String) -> String { escape(value, quote: false) }
 
+    /// Per Unicode scalar, not per `Character`: "\r\n" is one Character, and so is a quote
+    /// followed by a combining mark — matched as Characters they passed unescaped and broke the
+    /// line or the label. The format escapes only backslash, quote and newline; any other control
+    /// character (a carriage return above all) becomes U+FFFD rather than a raw byte a scraper
+    /// may read as the end of the line.
     private static func escape(_ value: String, quote: Bool) -> String {
-        var out = ""
-        for character in value {
-            switch character {
-            case "\\": out += "\\\\"
-            case "\"" where quote: out += "\\\""
-            case "\n": out += "\\n"
-            default: out.append(character)
+        var out = String.UnicodeScalarView()
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\\": out.append(contentsOf: "\\\\".unicodeScalars)
+            case "\"" where quote: out.append(contentsOf: "\\\"".unicodeScalars)
+            case "\n": out.append(contentsOf: "\\n".unicodeScalars)
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F: out.append("\u{FFFD}")
+            default: out.append(scalar)
             }
         }
-        return out
+        return String(out)
     }
 }
