@@ -16,6 +16,11 @@ public enum Disposition: Sendable, Equatable {
     case resendOnNewConnection(delay: Duration)
     /// Stop the whole pool: credentials or configuration are wrong, every push would fail alike.
     case haltPool(PushOutcome)
+    /// Nothing more goes out on the pool until `delay` has passed (FCM's project quota is spent),
+    /// then this push is sent again (an attempt, like `retry`).
+    case pausePool(delay: Duration)
+    /// The access token was refused (FCM's 401): send again with a new one, once (not an attempt).
+    case resendWithNewAccessToken
 }
 
 /// Back-off retries with full jitter within the push's deadline, and bounded immediate resends.
