@@ -221,9 +221,10 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
     func connection(_ connection: ClientConnection, canSubmit capacity: Int) {
         guard !pool.halted.load(ordering: .relaxed), !ready.isEmpty else { return }
         let slot = slots[connection.ownerIndex]
-        // APNs: one stream on a new connection until a push is accepted (FCM has no such rule); and
-        // nothing more on a connection whose liveness PING is unanswered (is the peer still there?).
-        var budget = slot.hadSuccess || accessTokens != nil ? capacity : min(capacity, 1 - slot.inFlight)
+        // APNs: one stream on a new connection until a push is accepted (FCM too: a server's first
+        // SETTINGS may lower the streams, and a burst into them comes back refused); and nothing
+        // more on a connection whose liveness PING is unanswered (is the peer still there?).
+        var budget = slot.hadSuccess ? capacity : min(capacity, 1 - slot.inFlight)
         if connection.isPingOutstanding { budget = 0 }
         guard budget > 0, pool.pauseEnd == nil, presentProviderToken(on: slot) else { return }
         let now = MonotonicInstant.now()

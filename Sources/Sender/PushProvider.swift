@@ -11,7 +11,7 @@ public enum PushProvider: Sendable {
     case fcm(FCMAccessTokenSource)
 
     /// The access tokens of an FCM pool; nil for APNs.
-    var accessTokens: FCMAccessTokenSource? {
+    public var accessTokens: FCMAccessTokenSource? {
         if case let .fcm(source) = self { return source }
         return nil
     }

@@ -14,8 +14,11 @@ final class ChildSimulator {
     let keyFile: String
     let teamID: String
     let keyID: String
+    /// The service account the simulator wrote for its FCM side (`bench --provider fcm`).
+    let fcmServiceAccountFile: String?
 
-    private init(pid: pid_t, port: Int, managePort: Int, certDirectory: String, caFile: String, keyFile: String, teamID: String, keyID: String) {
+    private init(pid: pid_t, port: Int, managePort: Int, certDirectory: String, caFile: String, keyFile: String, teamID: String, keyID: String,
+                 fcmServiceAccountFile: String?) {
         self.pid = pid
         self.port = port
         self.managePort = managePort
@@ -24,6 +27,7 @@ final class ChildSimulator {
         self.keyFile = keyFile
         self.teamID = teamID
         self.keyID = keyID
+        self.fcmServiceAccountFile = fcmServiceAccountFile
     }
 
     /// `extra`: more `sokuho simulator` options (a fault run's); `certDirectory` and `ports` to
@@ -65,7 +69,7 @@ final class ChildSimulator {
             throw CLIError(.software, "the simulator did not start (it printed '\(String(decoding: line, as: UTF8.self))')")
         }
         return ChildSimulator(pid: pid, port: Int(port), managePort: Int(json["managePort"]?.int64Value ?? 0), certDirectory: certDirectory,
-                              caFile: ca, keyFile: key, teamID: team, keyID: keyID)
+                              caFile: ca, keyFile: key, teamID: team, keyID: keyID, fcmServiceAccountFile: json["fcmServiceAccountFile"]?.stringValue)
     }
 
     /// Stops the simulator and returns the CPU seconds (user + sys) it used in all.
