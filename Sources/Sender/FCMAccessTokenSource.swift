@@ -40,6 +40,8 @@ public final class FCMAccessTokenSource: Sendable {
         var current: PresentedAccessToken?
         /// When the background refresh starts (the token stays in use until the new one is in).
         var refreshAt = MonotonicInstant.distantFuture
+        /// After this the token is not presented (a warm pool idle past it would only get 401s).
+        var expiresAt = MonotonicInstant.distantFuture
         /// A generation FCM refused (401): never presented again.
         var rejected = 0
         var fetching = false
@@ -90,7 +92,7 @@ public final class FCMAccessTokenSource: Sendable {
     func usable(now: MonotonicInstant) -> PresentedAccessToken? {
         let (token, start) = state.withLock { state -> (PresentedAccessToken?, Bool) in
             guard state.refusal == nil else { return (nil, false) }
-            let usable = state.current.flatMap { $0.generation == state.rejected ? nil : $0 }
+            let usable = state.current.flatMap { $0.generation == state.rejected || now >= state.expiresAt ? nil : $0 }
             let due = usable == nil || now >= state.refreshAt
             guard due, !state.fetching else { return (usable, false) }
             state.fetching = true
@@ -155,6 +157,7 @@ public final class FCMAccessTokenSource: Sendable {
                 state.generations += 1
                 state.current = PresentedAccessToken(generation: state.generations, authorization: token.authorization)
                 state.refreshAt = now + Self.refreshDelay(lifetime: token.lifetime)
+                state.expiresAt = now + token.lifetime
                 state.failuresInARow = 0
                 state.fetching = false
                 return (.granted, state.listeners.map(\.notify))

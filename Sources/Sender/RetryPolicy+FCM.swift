@@ -9,7 +9,7 @@ extension RetryPolicy {
                        accessTokenRefreshed: Bool) -> Disposition {
         switch action {
         case .delivered:
-            return .finish(attempts > 1 || resends > 0 ? .deliveredAfterRetry : .delivered)
+            return Self.delivered(attempts: attempts, resends: resends)
         case .removeToken, .removeTokenBehindBreaker:
             // The breaker's share is told apart by the push's `fcm` detail, not by another outcome.
             return .finish(.tokenDead)
@@ -21,11 +21,9 @@ extension RetryPolicy {
             // A fresh token refused again is not an expiry: the account cannot send.
             return accessTokenRefreshed ? .haltPool(.authOrConnectionFailure) : .resendWithNewAccessToken
         case .retry:
-            guard attempts < maximumAttempts else { return .finish(.failedAfterRetry) }
-            return .retry(delay: retryAfter ?? backoff(attempt: attempts, random: random))
+            return nextAttempt(after: attempts, random: random, retryAfter: retryAfter).map { .retry(delay: $0) } ?? .finish(.failedAfterRetry)
         case .pauseProject:
-            guard attempts < maximumAttempts else { return .finish(.failedAfterRetry) }
-            return .pausePool(delay: retryAfter ?? backoff(attempt: attempts, random: random))
+            return nextAttempt(after: attempts, random: random, retryAfter: retryAfter).map { .pausePool(delay: $0) } ?? .finish(.failedAfterRetry)
         }
     }
 }

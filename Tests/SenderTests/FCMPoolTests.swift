@@ -69,7 +69,8 @@ struct FCMRun {
     static func run(pushes: Int, deadline: Double = 30, hookAt: Int = 0,
                     configureSimulator: (inout SimulatorConfiguration) -> Void = { _ in },
                     hook: @escaping @Sendable (APNsSimulator) -> Void = { _ in },
-                    account: ((APNsSimulator) throws -> ServiceAccount)? = nil) throws -> FCMRun {
+                    account: ((APNsSimulator) throws -> ServiceAccount)? = nil,
+                    configurePool: (inout PoolConfiguration) -> Void = { _ in }) throws -> FCMRun {
         let simulator = try testSimulator { configuration in
             configuration.trackTokens = true
             configuration.seed = 7
@@ -77,7 +78,8 @@ struct FCMRun {
         }
         defer { simulator.stop() }
         let account = try account?(simulator)
-        let (pool, source) = try pool(simulator, account: account)
+        var (pool, source) = try pool(simulator, account: account)
+        configurePool(&pool)
         let sink = FCMRecordingSink(hookAt: hookAt) { hook(simulator) }
         let sender = try ConnectionPool(configuration: pool, sink: sink)
         defer { sender.shutdown() }
@@ -137,6 +139,17 @@ struct FCMRun {
         #expect((run.simulator.fcmRejected["UNAUTHENTICATED"] ?? 0) > 0, "the expiry must have hit pushes in flight")
         #expect(run.generations == 2 && run.simulator.fcmTokensGranted == 2, "one refresh for the whole pool")
         #expect(run.simulator.fcmAccepted == 4_000 && run.simulator.fcmAcceptedPerToken.values.allSatisfy { $0 == 1 })
+    }
+
+    @Test("a run longer than its access token's life refreshes it in the background and loses no message")
+    func aShortLivedTokenIsRefreshedMidRun() throws {
+        // 3,000 messages, 10 at a time, each answered 5 ms late: at least 1.5 s, past the refresh at 1 s.
+        let run = try FCMRun.run(pushes: 3_000, configureSimulator: { $0.fcmAccessTokenLifetime = .seconds(2); $0.latency = .milliseconds(5) },
+                                 configurePool: { $0.connections = 1; $0.streamsPerConnection = 10 })
+        run.expectOneOutcomePerPush(3_000)
+        #expect(run.delivered == 3_000 && run.halt == nil, "\(run.counters.outcomes)")
+        #expect(run.generations >= 2, "the token was refreshed during the run")
+        #expect(run.simulator.fcmAccepted == 3_000 && run.simulator.fcmAcceptedPerToken.values.allSatisfy { $0 == 1 })
     }
 
     @Test("a 429 QUOTA_EXCEEDED pauses the whole pool until Retry-After, then every push is delivered")
