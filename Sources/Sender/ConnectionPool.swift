@@ -47,20 +47,21 @@ public final class ConnectionPool: Sendable {
         self.senders = senders
         threads = Mutex([])
         accessTokens = configuration.provider.accessTokens
+        if let accessTokens {
+            // Pushes wait for a token without a timer: the source wakes the loops when one comes,
+            // and a refused account halts the pool (its loops then end what is queued). Listening
+            // before the loops start: a first token fetched for their first turn is not missed.
+            let state = self.state, wakeable = loops
+            accessTokens.addListener(ObjectIdentifier(state)) { event in
+                if case let .refused(message) = event { state.halt(.authOrConnectionFailure, message: message) }
+                for loop in wakeable { loop.wake() }
+            }
+        }
         let started = zip(loops, senders).map { loop, sender in
             loop.execute { loop.add(sender, driver: true) }
             return loop.start()
         }
         threads.withLock { $0 = started }
-        if let accessTokens {
-            // Pushes wait for a token without a timer: the source wakes the loops when one comes,
-            // and a refused account halts the pool (its loops then end what is queued).
-            let state = self.state, loops = self.loops
-            accessTokens.addListener(ObjectIdentifier(self)) { event in
-                if case let .refused(message) = event { state.halt(.authOrConnectionFailure, message: message) }
-                for loop in loops { loop.wake() }
-            }
-        }
     }
 
     /// Queues `jobs`, waiting while the loops' queues are full (backpressure: the loops announce
@@ -154,7 +155,7 @@ public final class ConnectionPool: Sendable {
     /// second for them to close, and stops the loop threads. Once: a second call returns at once.
     public func shutdown() {
         shutDown.store(true, ordering: .releasing)
-        accessTokens?.removeListener(ObjectIdentifier(self))
+        accessTokens?.removeListener(ObjectIdentifier(state))
         let threads = self.threads.withLock { threads -> [OSThread] in defer { threads = [] }; return threads }
         guard !threads.isEmpty else { return }
         for sender in senders { sender.loop.execute { sender.closeAll() } }

@@ -5,10 +5,13 @@ import Synchronization
 
 /// The access token a connection presents, numbered: a connection sets its `authorization` header
 /// only when the number changes, not per request.
-struct PresentedAccessToken: Sendable {
+struct PresentedAccessToken: Sendable, CustomStringConvertible {
     let generation: Int
     /// `Bearer <token>`.
     let authorization: String
+
+    /// Never the token: its generation and last 6 characters, for logs.
+    var description: String { "access token \(generation) (…\(authorization.suffix(6)))" }
 }
 
 /// What a pool hears from its access-token source, on the thread that fetched.
