@@ -49,7 +49,6 @@ public final class FCMAccessTokenSource: Sendable {
         var rejected = 0
         var fetching = false
         var generations = 0
-        var failuresInARow = 0
         var refusal: String?
         var listeners: [(id: ObjectIdentifier, notify: @Sendable (AccessTokenEvent) -> Void)] = []
     }
@@ -151,7 +150,7 @@ public final class FCMAccessTokenSource: Sendable {
     }
 
     /// Keeps a granted token (and tells the listeners), or records a final refusal (and tells
-    /// them); a transient failure changes nothing but the count, and the caller asks again.
+    /// them); a transient failure changes nothing, and the caller asks again.
     private func install(_ result: Result<AccessToken, FCMAuthError>) -> Result<Void, FCMAuthError> {
         let now = MonotonicInstant.now()
         let (event, listeners) = state.withLock { state -> (AccessTokenEvent?, [@Sendable (AccessTokenEvent) -> Void]) in
@@ -161,7 +160,6 @@ public final class FCMAccessTokenSource: Sendable {
                 state.current = PresentedAccessToken(generation: state.generations, authorization: token.authorization)
                 state.refreshAt = now + Self.refreshDelay(lifetime: token.lifetime)
                 state.expiresAt = now + token.lifetime
-                state.failuresInARow = 0
                 state.fetching = false
                 return (.granted, state.listeners.map(\.notify))
             case let .failure(error) where !error.isTransient:
@@ -169,7 +167,6 @@ public final class FCMAccessTokenSource: Sendable {
                 state.fetching = false
                 return (.refused(error.description), state.listeners.map(\.notify))
             case .failure:
-                state.failuresInARow += 1
                 return (nil, [])
             }
         }
