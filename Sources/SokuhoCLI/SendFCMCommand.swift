@@ -13,7 +13,7 @@ enum SendFCMCommand {
     static let options: [OptionSpec] = [
         OptionSpec("--service-account", value: "FILE", help: "fcm: the service account's JSON key file as Google's console downloads it"),
         OptionSpec("--fcm-host", value: "HOST:PORT", help: "fcm: send host instead of Google's fcm.googleapis.com:443 (e.g. the simulator's push port)"),
-        OptionSpec("--data", value: "KEY=VALUE", help: "fcm: a data field of the message (repeatable; not with --event)", repeatable: true),
+        OptionSpec("--data", value: "KEY=VALUE", help: "fcm: a data field of the message (not with --event)", repeatable: true),
         OptionSpec("--event-key", value: "KEY", help: "fcm --event: the event's key (data eventKey: one Live Update per key on the phone)"),
         OptionSpec("--serial", value: "N", help: "fcm --event: the event's revision (data serial, default 1)"),
         OptionSpec("--group", value: "NAME", help: "fcm --event: the group the phone was targeted through (data group, e.g. region:301)"),
