@@ -53,7 +53,7 @@ let package = Package(
         // system calls (`Syscall`) and `ConditionLock` of its writer thread and queue.
         .target(name: "TokenStore", dependencies: ["CLMDB", "JSONCore", "APNs", "IO", "Vocabulary"]),
         // The command line: one table-driven parser, one file per sub-command.
-        .target(name: "SokuhoCLI", dependencies: ["JSONCore", "APNs", "Crypto", "IO", "HTTP2", "HTTPAPI", "Sender", "Simulator", "TokenStore", "Fanout", "Daemon", "DaemonConfiguration", "Runtime", "Vocabulary"]),
+        .target(name: "SokuhoCLI", dependencies: ["JSONCore", "APNs", "FCM", "Crypto", "IO", "HTTP2", "HTTPAPI", "Sender", "Simulator", "TokenStore", "Fanout", "Daemon", "DaemonConfiguration", "Runtime", "Vocabulary"]),
         // `sokuho serve` in parts, each one job (README "Layout"):
         // its configuration — one JSON file, flags and SOKUHO_* variables on top, checked whole at start;
         .target(name: "DaemonConfiguration", dependencies: ["APNs", "Crypto", "JSONCore"]),
@@ -73,7 +73,7 @@ let package = Package(
         // store writes (checkpoints, pruning), plus the event's broadcasts and channels.
         .target(name: "Fanout", dependencies: ["APNs", "Crypto", "IO", "JSONCore", "Sender", "TokenStore", "Vocabulary"]),
         // The sending engine: connection pool, push jobs, retries, outcomes.
-        .target(name: "Sender", dependencies: ["APNs", "IO", "HTTP2", "Crypto", "Vocabulary"]),
+        .target(name: "Sender", dependencies: ["APNs", "FCM", "IO", "HTTP2", "Crypto", "Vocabulary"]),
         // The APNs look-alike for tests, demo and benchmarks; it plays FCM too (same port, by path).
         .target(name: "Simulator", dependencies: ["APNs", "FCM", "IO", "HTTP2", "Crypto", "JSONCore", "Vocabulary"]),
         // The Redis/Valkey client the cluster runs on (issue 15): a small typed client on hiredis —
@@ -95,7 +95,7 @@ let package = Package(
         .testTarget(name: "APNsTests", dependencies: ["APNs", "JSONCore", "Vocabulary"]),
         .testTarget(name: "VocabularyTests", dependencies: ["Vocabulary"]),
         .testTarget(name: "FCMTests", dependencies: ["FCM", "JSONCore", "Vocabulary"]),
-        .testTarget(name: "SenderTests", dependencies: ["Sender", "Simulator", "IO", "HTTP2", "Crypto", "APNs", "Vocabulary"]),
+        .testTarget(name: "SenderTests", dependencies: ["Sender", "Simulator", "IO", "HTTP2", "Crypto", "APNs", "FCM", "Vocabulary"]),
         // Keys, JWTs and certificates checked against independent implementations (openssl, Python).
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "CMbedTLS"], exclude: ["Fixtures"]),
         .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "JSONCore", "IO"]),

@@ -11,6 +11,20 @@ extension ClientConnection {
     /// stream ends. The answer, or the failure, comes back through the delegate with the handle.
     public func submit(method: StaticString, path: UnsafeRawBufferPointer, headers: HeaderList,
                        body: SharedBytes?, deadline: MonotonicInstant) -> Int? {
+        submit(method: method, path: path, headers: headers, shared: body, copied: nil, deadline: deadline)
+    }
+
+    /// `submit` with a body of this request alone (an FCM message: the phone's token inside a
+    /// group's JSON), copied at once into the stream's own reused buffer, like `path`: the caller
+    /// may write the next request's body into the same memory right after. No allocation once the
+    /// stream's buffer has grown to the size of the bodies sent.
+    public func submit(method: StaticString, path: UnsafeRawBufferPointer, headers: HeaderList,
+                       copying body: UnsafeRawBufferPointer, deadline: MonotonicInstant) -> Int? {
+        submit(method: method, path: path, headers: headers, shared: nil, copied: body, deadline: deadline)
+    }
+
+    private func submit(method: StaticString, path: UnsafeRawBufferPointer, headers: HeaderList,
+                        shared body: SharedBytes?, copied: UnsafeRawBufferPointer?, deadline: MonotonicInstant) -> Int? {
         loop.assertInLoop("ClientConnection.submit")
         guard case let .open(link) = stage else { return nil }
         let needed = 4 + (authorization.isEmpty ? 0 : 1) + headers.count
@@ -40,7 +54,7 @@ extension ClientConnection {
                 if zv.count > 0 { put(zn.baseAddress!, zn.count, zv.baseAddress!, zv.count) }
                 for index in 0..<headers.count { scratch[count] = headers.entries[index]; count += 1 }
                 // nghttp2 copies every name and value here (no NO_COPY flag), so nothing above must outlive the call.
-                return link.session.submitRequest(headers: scratch, count: count, hasBody: body != nil, streamUserData: userData)
+                return link.session.submitRequest(headers: scratch, count: count, hasBody: body != nil || copied != nil, streamUserData: userData)
             }}}}}}}}
         }
         guard streamID > 0 else {
@@ -51,6 +65,9 @@ extension ClientConnection {
         }
         let wasQuiet = streams.active == 0
         streams.begin(slot, deadline: deadline, body: body, streamID: streamID)
+        // nghttp2 pulls the body when it writes DATA (a later flush, or later still under flow
+        // control), so it must be the stream's own by then.
+        if let copied { streams.copyBody(slot, from: copied) }
         if wasQuiet {
             // Busy from now: the silence check starts counting here, not at the last byte of an idle gap.
             let now = MonotonicInstant.now()
@@ -245,15 +262,12 @@ extension ClientConnection: HTTP2SessionDelegate {
 
     package func sessionReadBody(streamID: Int32, source: UnsafeMutableRawPointer?, into buffer: UnsafeMutablePointer<UInt8>,
                                 length: Int, endOfData: inout Bool) -> Int {
-        guard let index = streams.index(for: source), let body = streams[index].body else {
+        guard let index = streams.index(for: source) else {
             endOfData = true
             return 0
         }
-        let offset = streams[index].bodyOffset
-        let count = min(length, body.count - offset)
-        buffer.update(from: body.base + offset, count: count)
-        streams[index].bodyOffset += count
-        if streams[index].bodyOffset == body.count { endOfData = true }
+        let (count, end) = streams.readBody(index, into: buffer, length: length)
+        if end { endOfData = true }
         return count
     }
 }

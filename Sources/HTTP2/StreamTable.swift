@@ -9,6 +9,10 @@ struct StreamSlot {
     var sent = false
     var status = 0
     var body: SharedBytes?
+    /// A body of this stream alone (`ClientConnection.submit(…copying:…)`), in a buffer the slot
+    /// keeps and reuses; `hasCopiedBody` says whether the stream sends it.
+    var copiedBody: [UInt8] = []
+    var hasCopiedBody = false
     var bodyOffset = 0
     var responseHeaders: [UInt8] = []
     var responseBody: [UInt8] = []
@@ -18,6 +22,7 @@ struct StreamSlot {
         self.deadline = deadline
         self.body = body
         self.streamID = streamID
+        hasCopiedBody = false
         bodyOffset = 0
         sent = false
         status = 0
@@ -56,6 +61,34 @@ struct StreamTable {
     mutating func begin(_ index: Int, deadline: MonotonicInstant, body: SharedBytes?, streamID: Int32) {
         slots[index].begin(deadline: deadline, body: body, streamID: streamID)
         active += 1
+    }
+
+    /// Gives stream `index` a body of its own: `bytes` copied into the slot's kept buffer.
+    mutating func copyBody(_ index: Int, from bytes: UnsafeRawBufferPointer) {
+        slots[index].copiedBody.removeAll(keepingCapacity: true)
+        slots[index].copiedBody.append(contentsOf: bytes)
+        slots[index].hasCopiedBody = true
+    }
+
+    /// Copies the next at most `length` bytes of stream `index`'s body (shared or its own) into
+    /// `buffer`: how many, and whether the body is now all read.
+    mutating func readBody(_ index: Int, into buffer: UnsafeMutablePointer<UInt8>, length: Int) -> (count: Int, end: Bool) {
+        let offset = slots[index].bodyOffset
+        let count: Int
+        let total: Int
+        if slots[index].hasCopiedBody {
+            total = slots[index].copiedBody.count
+            count = min(length, total - offset)
+            if count > 0 { slots[index].copiedBody.withUnsafeBufferPointer { buffer.update(from: $0.baseAddress! + offset, count: count) } }
+        } else if let body = slots[index].body {
+            total = body.count
+            count = min(length, total - offset)
+            buffer.update(from: body.base + offset, count: count)
+        } else {
+            return (0, true)
+        }
+        slots[index].bodyOffset += count
+        return (count, slots[index].bodyOffset == total)
     }
 
     /// Ends a stream: the slot is free again and late callbacks for it no longer match.

@@ -49,6 +49,8 @@ extension ConnectionPool {
         /// The HTTP status of the last response; 0 when none came.
         public var status: Int
         public var reason: Reason?
+        /// FCM's refusal (its code, action and field), on an FCM pool.
+        public var fcm: FCMRefusalDetail?
         /// The `apns-*` (and `retry-after`) headers of the last response.
         public var headers: [HeaderField]
         public var body: [UInt8]
@@ -134,7 +136,7 @@ extension ConnectionPool {
         completed.map { completed in
             guard let completed else { return .noOutcome(within: timeout) }
             let kept = completed.kept
-            var answer = Answer(outcome: completed.outcome, status: completed.status, reason: completed.reason,
+            var answer = Answer(outcome: completed.outcome, status: completed.status, reason: completed.reason, fcm: completed.fcm,
                                 headers: kept?.headers ?? [], body: kept?.body ?? [])
             if completed.status == 0 {
                 answer.failure = failure(of: completed.outcome, stream: kept?.failure, halt: halt, connection: connection, timeout: timeout)

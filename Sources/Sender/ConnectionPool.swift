@@ -22,6 +22,8 @@ public final class ConnectionPool: Sendable {
     /// What the fan-outs on this pool may have handed out unanswered, together (`HandOutGate`).
     public let handOut: HandOutGate
     private let shutDown = Atomic<Bool>(false)
+    /// An FCM pool's access tokens: it listens for new ones (and for a refusal) until shut down.
+    private let accessTokens: FCMAccessTokenSource?
     /// Whether `shutdown` was called: nothing more is sent.
     var isShutDown: Bool { shutDown.load(ordering: .acquiring) }
 
@@ -44,6 +46,17 @@ public final class ConnectionPool: Sendable {
         self.loops = loops
         self.senders = senders
         threads = Mutex([])
+        accessTokens = configuration.provider.accessTokens
+        if let accessTokens {
+            // Pushes wait for a token without a timer: the source wakes the loops when one comes,
+            // and a refused account halts the pool (its loops then end what is queued). Listening
+            // before the loops start: a first token fetched for their first turn is not missed.
+            let state = self.state, wakeable = loops
+            accessTokens.addListener(ObjectIdentifier(state)) { event in
+                if case let .refused(message) = event { state.halt(.authOrConnectionFailure, message: message) }
+                for loop in wakeable { loop.wake() }
+            }
+        }
         let started = zip(loops, senders).map { loop, sender in
             loop.execute { loop.add(sender, driver: true) }
             return loop.start()
@@ -142,6 +155,7 @@ public final class ConnectionPool: Sendable {
     /// second for them to close, and stops the loop threads. Once: a second call returns at once.
     public func shutdown() {
         shutDown.store(true, ordering: .releasing)
+        accessTokens?.removeListener(ObjectIdentifier(state))
         let threads = self.threads.withLock { threads -> [OSThread] in defer { threads = [] }; return threads }
         guard !threads.isEmpty else { return }
         for sender in senders { sender.loop.execute { sender.closeAll() } }

@@ -101,6 +101,7 @@ extension LoopSender {
     /// stamped at the token's first use, so the 20 minutes APNs wants between changes count from what
     /// it saw. False when no token can be signed (the pool is halted then).
     func presentProviderToken(on slot: PooledConnection) -> Bool {
+        if let accessTokens { return presentAccessToken(accessTokens, on: slot) }
         guard let source = configuration.providerTokens else { return true }
         let presented = slot.lease?.generation
         do {

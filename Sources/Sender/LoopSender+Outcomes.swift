@@ -7,14 +7,15 @@ import IO
 extension LoopSender {
     func apply(_ disposition: Disposition, to original: PushJob, on slot: PooledConnection, status: Int,
                        reason: Reason?, timestamp: Int64?, now: MonotonicInstant,
-                       ids: (apnsID: String?, uniqueID: String?) = (nil, nil), kept: KeptAnswer? = nil) {
+                       ids: (apnsID: String?, uniqueID: String?) = (nil, nil), kept: KeptAnswer? = nil, fcm: FCMRefusalDetail? = nil) {
         var job = original
         switch disposition {
         case let .finish(outcome):
-            finish(job, outcome, status: status, reason: reason, timestamp: timestamp, now: now, ids: ids, kept: kept)
+            finish(job, outcome, status: status, reason: reason, timestamp: timestamp, now: now, ids: ids, kept: kept, fcm: fcm)
         case let .haltPool(outcome):
+            // The first halt's message stays: an FCM answer halts with its own words first (LoopSender+FCM).
             pool.halt(outcome, message: "APNs refused the credentials or configuration: \(status) \(reason?.name ?? "")")
-            finish(job, outcome, status: status, reason: reason, timestamp: timestamp, now: now, ids: ids, kept: kept)
+            finish(job, outcome, status: status, reason: reason, timestamp: timestamp, now: now, ids: ids, kept: kept, fcm: fcm)
         case let .retry(delay):
             job.attempts += 1
             counters.retries += 1
@@ -29,6 +30,22 @@ extension LoopSender {
             job.resends += 1
             job.resentAfterUnknown = true
             counters.unknownResends += 1
+            requeue(job, after: .zero, now: now, status: status, reason: reason, kept: kept)
+        case let .pausePool(delay):
+            // The quota is the project's: every loop holds back until it ends (PoolState.pause).
+            pool.pause(until: now + delay)
+            job.attempts += 1
+            counters.retries += 1
+            wentOffWire(&job)
+            requeue(job, after: delay, now: now, status: status, reason: reason, kept: kept)
+        case .resendWithNewAccessToken:
+            // Waits in the ready ring: no connection presents the refused token any more, and the
+            // loops are woken when the new one comes.
+            accessTokens?.rejected(generation: slot.accessTokenGeneration)
+            job.resends += 1
+            job.accessTokenRefreshed = true
+            counters.refusedResends += 1
+            wentOffWire(&job)
             requeue(job, after: .zero, now: now, status: status, reason: reason, kept: kept)
         case let .resendOnNewConnection(delay):
             job.resends += 1
@@ -65,13 +82,13 @@ extension LoopSender {
     }
 
     func finish(_ job: PushJob, _ outcome: PushOutcome, status: Int, reason: Reason?, timestamp: Int64?, now: MonotonicInstant,
-                ids: (apnsID: String?, uniqueID: String?) = (nil, nil), kept: KeptAnswer? = nil) {
+                ids: (apnsID: String?, uniqueID: String?) = (nil, nil), kept: KeptAnswer? = nil, fcm: FCMRefusalDetail? = nil) {
         counters[outcome] += 1
         let latency = job.firstSubmitted == 0 ? nil : now.nanoseconds &- job.firstSubmitted
         if let latency { latencies.record(nanoseconds: latency) }
         if let sink = job.group.sink ?? sink {
             sink.pushCompleted(CompletedPush(token: job.token, id: job.id, group: job.group, outcome: outcome, status: status,
-                                             reason: reason, timestamp: timestamp, resentAfterUnknown: job.resentAfterUnknown,
+                                             reason: reason, fcm: fcm, timestamp: timestamp, resentAfterUnknown: job.resentAfterUnknown,
                                              apnsID: ids.apnsID, uniqueID: ids.uniqueID, kept: kept,
                                              latency: latency.map { .nanoseconds(Int64(clamping: $0)) }, retries: Int(job.attempts)))
         }

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import APNs
 import Crypto
+import FCM
 import HTTP2
 import IO
 import Synchronization
@@ -33,6 +34,11 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
     /// `:path` of the push being submitted (prefix + hex token); grows when a group's prefix needs more.
     private var pathBuffer: UnsafeMutablePointer<UInt8>
     private var pathCapacity = 512
+    /// An FCM push's body (its group's template around its token), written here per push and
+    /// copied into its stream's buffer: FCM's size bound, allocated on the first FCM group.
+    private var bodyBuffer: UnsafeMutableRawPointer?
+    /// An FCM pool's access tokens (nil: APNs); answers are then judged by FCM's rules (LoopSender+FCM).
+    let accessTokens: FCMAccessTokenSource?
     /// The per-request limit once sent, in nanoseconds (converted once: this is added per push).
     private let requestTimeout: UInt64
     /// Wakes the loop for the next delayed job or reconnect (the loop otherwise sleeps until I/O).
@@ -70,6 +76,8 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         var jobs: [PushJob?]
         var inFlight = 0
         var lease: ProviderTokenLease?
+        /// FCM: the access-token generation this connection's `authorization` carries (0: none yet).
+        var accessTokenGeneration = 0
         /// APNs allows one stream on a new token connection until a push is accepted (APNS.md §6).
         var hadSuccess = false
         var reconnectAt = MonotonicInstant(nanoseconds: 0)
@@ -106,6 +114,7 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         ready = JobRing(capacity: configuration.queueCapacity)
         delayed = DelayedJobs(capacity: max(1, connections) * max(1, configuration.streamsPerConnection))
         pathBuffer = .allocate(capacity: pathCapacity)
+        accessTokens = configuration.provider.accessTokens
         requestTimeout = configuration.requestTimeout.nanoseconds
         var options = configuration.endpoint.connectionOptions
         options.maximumStreams = configuration.streamsPerConnection
@@ -129,7 +138,10 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         return slot
     }
 
-    deinit { pathBuffer.deallocate() }
+    deinit {
+        pathBuffer.deallocate()
+        bodyBuffer?.deallocate()
+    }
 
     var fileDescriptor: Int32 { -1 }
 
@@ -190,6 +202,8 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         // expiring makes room first, and both wake the loop): no spinning on a full ring.
         var next = ready.free > 0 ? delayed.nextDue.map { MonotonicInstant(nanoseconds: $0) } ?? .distantFuture : .distantFuture
         if let earliest = ready.earliestDeadline { next = min(next, MonotonicInstant(nanoseconds: earliest)) }
+        // Paused (FCM's quota): the connections hold back until the pause ends, then send.
+        if !ready.isEmpty, let end = pool.pauseEnd { next = min(next, end) }
         if (!idle || warm) && !pool.halted.load(ordering: .relaxed) && !closing {
             for slot in slots where !slot.replaced && (slot.connection.state == .idle || slot.connection.state == .closed) {
                 next = min(next, slot.reconnectAt)
@@ -207,11 +221,12 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
     func connection(_ connection: ClientConnection, canSubmit capacity: Int) {
         guard !pool.halted.load(ordering: .relaxed), !ready.isEmpty else { return }
         let slot = slots[connection.ownerIndex]
-        // APNs: one stream on a new connection until a push is accepted; and nothing more on a
-        // connection whose liveness PING is unanswered (is the peer still there?).
+        // APNs: one stream on a new connection until a push is accepted (FCM too: a server's first
+        // SETTINGS may lower the streams, and a burst into them comes back refused); and nothing
+        // more on a connection whose liveness PING is unanswered (is the peer still there?).
         var budget = slot.hadSuccess ? capacity : min(capacity, 1 - slot.inFlight)
         if connection.isPingOutstanding { budget = 0 }
-        guard budget > 0, presentProviderToken(on: slot) else { return }
+        guard budget > 0, pool.pauseEnd == nil, presentProviderToken(on: slot) else { return }
         let now = MonotonicInstant.now()
         while budget > 0, let popped = ready.popFront() {
             var job = popped
@@ -220,16 +235,25 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
                 continue
             }
             let prefix = job.group.pathPrefix
+            let template = job.group.bodyTemplate
             if prefix.count + 2 * DeviceToken.capacity > pathCapacity { growPathBuffer(to: prefix.count + 2 * DeviceToken.capacity) }
             let length = prefix.withUnsafeBufferPointer { p -> Int in
                 pathBuffer.update(from: p.baseAddress!, count: p.count)
-                return p.count + job.token.writeHex(to: pathBuffer + p.count)
+                // APNs: the token is the path's end; FCM: the path is the project's, the token in the body.
+                return template == nil ? p.count + job.token.writeHex(to: pathBuffer + p.count) : p.count
             }
             var deadline = now.advanced(byNanoseconds: requestTimeout)
             if let expiry = job.group.deadline { deadline = min(deadline, expiry) }
             if job.firstSubmitted == 0 { job.firstSubmitted = now.nanoseconds }
-            guard let stream = connection.submit(method: job.group.method, path: UnsafeRawBufferPointer(start: pathBuffer, count: length),
-                                                 headers: job.group.headers, body: job.group.body, deadline: deadline) else {
+            let path = UnsafeRawBufferPointer(start: pathBuffer, count: length)
+            let submitted: Int?
+            if let template {
+                let body = spliceBody(template, token: job.token)
+                submitted = connection.submit(method: job.group.method, path: path, headers: job.group.headers, copying: body, deadline: deadline)
+            } else {
+                submitted = connection.submit(method: job.group.method, path: path, headers: job.group.headers, body: job.group.body, deadline: deadline)
+            }
+            guard let stream = submitted else {
                 ready.pushFront(job)
                 return
             }
@@ -243,46 +267,6 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         }
     }
 
-    private func take(_ stream: Int, on connection: ClientConnection) -> (PooledConnection, PushJob)? {
-        let slot = slots[connection.ownerIndex]
-        guard stream < slot.jobs.count, let job = slot.jobs[stream].take() else { return nil }
-        slot.inFlight -= 1
-        return (slot, job)
-    }
-
-    func connection(_ connection: ClientConnection, didReceive response: ResponseView, stream: Int) {
-        guard let (slot, job) = take(stream, on: connection) else { return }
-        let now = MonotonicInstant.now()
-        let isSuccess = (200..<300).contains(response.status)
-        let error = isSuccess ? ErrorBody(reason: nil, timestamp: nil) : ErrorBody(json: response.bodyBytes)
-        let kept = job.group.keepsAnswer ? KeptAnswer(response) : nil
-        if isSuccess {
-            slot.hadSuccess = true
-            if !recordedAcceptedToken { recordAcceptedToken(on: slot) }
-        }
-        if let reason = error.reason, reason == .expiredProviderToken || reason == .invalidProviderToken,
-           reason == .invalidProviderToken || confirmedExpired(on: slot),
-           let diagnosis = clockDiagnosis(reason, on: slot) {
-            // A wrong clock does not fix itself by reconnecting: stop once, saying what to fix.
-            pool.halt(.authOrConnectionFailure, message: diagnosis)
-            finish(job, .authOrConnectionFailure, status: response.status, reason: reason, timestamp: nil, now: now, kept: kept)
-            return
-        }
-        let retryAfter = isSuccess ? nil : response.retryAfterSeconds.map { Duration.seconds($0) }
-        let disposition = configuration.retry.decide(status: response.status, reason: error.reason, attempts: Int(job.attempts) + 1,
-                                                     resends: Int(job.resends), random: nextRandom(), retryAfter: retryAfter)
-        let ids = configuration.keepsResponseIDs ? (response.header("apns-id"), response.header("apns-unique-id")) : (nil, nil)
-        apply(disposition, to: job, on: slot, status: response.status, reason: error.reason, timestamp: error.timestamp, now: now, ids: ids,
-              kept: kept)
-    }
-
-    func connection(_ connection: ClientConnection, didFail failure: StreamFailure, stream: Int) {
-        guard let (slot, job) = take(stream, on: connection) else { return }
-        let disposition = configuration.retry.decide(failure: failure, resendUnknown: job.group.resendUnknown, resends: Int(job.resends))
-        apply(disposition, to: job, on: slot, status: 0, reason: nil, timestamp: nil, now: MonotonicInstant.now(),
-              kept: job.group.keepsAnswer ? KeptAnswer(failure) : nil)
-    }
-
     func nextRandom() -> Double { random.unitInterval() }
 
     /// A group whose `:path` prefix is longer than the buffer: grow it once (not per push).
@@ -290,5 +274,15 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         pathBuffer.deallocate()
         pathCapacity = capacity
         pathBuffer = .allocate(capacity: capacity)
+    }
+
+    /// `template` around `token` in the loop's body buffer (valid until the next push's):
+    /// every template fits FCM's bound with the longest token, so the buffer never grows.
+    private func spliceBody(_ template: FCMMessageTemplate, token: DeviceToken) -> UnsafeRawBufferPointer {
+        let capacity = FCMPayloadLimit.maximumBytes
+        let buffer = bodyBuffer ?? .allocate(byteCount: capacity, alignment: 8)
+        bodyBuffer = buffer
+        let count = template.write(token: token, to: UnsafeMutableRawBufferPointer(start: buffer, count: capacity))
+        return UnsafeRawBufferPointer(start: buffer, count: count)
     }
 }

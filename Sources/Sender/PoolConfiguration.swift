@@ -2,8 +2,8 @@ import Crypto
 import HTTP2
 import IO
 
-/// How a connection pool talks to one APNs endpoint (one team, environment and key: APNs binds a
-/// connection to those on its first push).
+/// How a connection pool talks to one endpoint: APNs (one team, environment and key: APNs binds a
+/// connection to those on its first push) or FCM (one project).
 public struct PoolConfiguration: Sendable {
     /// The host the pool sends to; the next six are shorthands for its members.
     public var endpoint: ProviderEndpoint
@@ -21,7 +21,10 @@ public struct PoolConfiguration: Sendable {
     public var streamsPerConnection = 1000
     /// Per-request deadline once sent (the push's group deadline may be earlier).
     public var requestTimeout: Duration = .seconds(30)
-    /// Provider tokens (nil: no authorization header, e.g. a plain HTTP/2 benchmark target).
+    /// APNs (the default) or FCM with its access tokens: how requests are authorized and answers judged.
+    public var provider: PushProvider = .apns
+    /// APNs provider tokens (nil: no authorization header, e.g. a plain HTTP/2 benchmark target).
+    /// Not read for FCM, whose access tokens come with `provider`.
     public var providerTokens: ProviderTokenSource?
     public var retry = RetryPolicy()
     /// Jobs buffered per loop thread before producers wait.

@@ -56,6 +56,31 @@ final class PoolState: Sendable {
 
     func connectionOpened() { everOpened.store(true, ordering: .relaxed) }
 
+    /// Monotonic ns before which no loop sends anything (FCM's project quota is spent: 429
+    /// `QUOTA_EXCEEDED` with `Retry-After`); 0: not paused. A quota is the project's, not a
+    /// connection's, so one answer pauses them all.
+    private let pausedUntil = Atomic<UInt64>(0)
+
+    /// Pauses sending until `end` (a later pause wins).
+    func pause(until end: MonotonicInstant) {
+        var current = pausedUntil.load(ordering: .relaxed)
+        while end.nanoseconds > current {
+            let (exchanged, original) = pausedUntil.compareExchange(expected: current, desired: end.nanoseconds, ordering: .relaxed)
+            if exchanged { return }
+            current = original
+        }
+    }
+
+    /// When the pause ends, while the pool is paused; nil otherwise. Reads the clock only during
+    /// and right after a pause (APNs pools never pause: one atomic load per turn).
+    var pauseEnd: MonotonicInstant? {
+        let end = pausedUntil.load(ordering: .relaxed)
+        guard end != 0 else { return nil }
+        if MonotonicInstant.now().nanoseconds < end { return MonotonicInstant(nanoseconds: end) }
+        _ = pausedUntil.compareExchange(expected: end, desired: 0, ordering: .relaxed)
+        return nil
+    }
+
     /// The last error a connection closed with (once per failed connection, not per push): what a
     /// caller reports when its requests got no answer at all.
     private let lastError = Mutex<TransportError?>(nil)

@@ -1,4 +1,5 @@
 import APNs
+import FCM
 import HTTP2
 import Vocabulary
 /// One push waiting or in flight: a token and a reference to its group. A value type kept in
@@ -14,6 +15,8 @@ public struct PushJob: Sendable {
     var resends: UInt16 = 0
     /// Whether it was resent after an unknown outcome (a delivery may then be a duplicate).
     var resentAfterUnknown = false
+    /// FCM: whether it got a 401 and was resent with a new access token (a second 401 halts).
+    var accessTokenRefreshed = false
     /// Whether it waits for a resend after an answer that says it was not processed (429/5xx,
     /// REFUSED_STREAM, a connection to retire): not on any wire, so a crash now cannot have
     /// delivered it. Its sink is told when it goes off and back on a wire.
@@ -41,6 +44,8 @@ public struct CompletedPush: Sendable {
     public let status: Int
     /// APNs' reason for the last refusal, if any.
     public let reason: Reason?
+    /// FCM's refusal, if the last answer was one (nil for APNs and for deliveries).
+    public let fcm: FCMRefusalDetail?
     /// 410 timestamp in milliseconds, for pruning.
     public let timestamp: Int64?
     /// Whether the push was sent again after an unknown outcome (so it may have arrived twice).
@@ -56,6 +61,17 @@ public struct CompletedPush: Sendable {
     public let latency: Duration?
     /// Back-off retries it took (after 429/5xx).
     public let retries: Int
+
+    /// Whether its refusal prunes the token only behind the circuit breaker: many at once mean the
+    /// sender is wrong (environment, topic, project, mangled tokens), not the phones. APNs'
+    /// `BadDeviceToken` and `DeviceTokenNotForTopic`; FCM's `SENDER_ID_MISMATCH` and a refused
+    /// `message.token`.
+    public var prunesBehindBreaker: Bool {
+        reason == .badDeviceToken || reason == .deviceTokenNotForTopic || fcm?.action == .removeTokenBehindBreaker
+    }
+
+    /// The name a report files the refusal under: APNs' reason or FCM's code.
+    public var refusalName: String? { reason?.name ?? fcm?.errorCode }
 }
 
 /// What a caller that reads the answer itself needs beyond status and reason (a channel's ID in

@@ -16,6 +16,11 @@ public enum Disposition: Sendable, Equatable {
     case resendOnNewConnection(delay: Duration)
     /// Stop the whole pool: credentials or configuration are wrong, every push would fail alike.
     case haltPool(PushOutcome)
+    /// Nothing more goes out on the pool until `delay` has passed (FCM's project quota is spent),
+    /// then this push is sent again (an attempt, like `retry`).
+    case pausePool(delay: Duration)
+    /// The access token was refused (FCM's 401): send again with a new one, once (not an attempt).
+    case resendWithNewAccessToken
 }
 
 /// Back-off retries with full jitter within the push's deadline, and bounded immediate resends.
@@ -45,7 +50,7 @@ public struct RetryPolicy: Sendable, Equatable {
                        retryAfter: Duration? = nil) -> Disposition {
         switch ResponseAction(status: status, reason: reason) {
         case .delivered:
-            return .finish(attempts > 1 || resends > 0 ? .deliveredAfterRetry : .delivered)
+            return Self.delivered(attempts: attempts, resends: resends)
         case .removeToken, .removeChannel:
             return .finish(.tokenDead)
         case .fixRequest:
@@ -53,12 +58,23 @@ public struct RetryPolicy: Sendable, Equatable {
         case .fixCredentials:
             return .haltPool(.authOrConnectionFailure)
         case .retry:
-            guard attempts < maximumAttempts else { return .finish(.failedAfterRetry) }
-            return .retry(delay: retryAfter ?? backoff(attempt: attempts, random: random))
+            return nextAttempt(after: attempts, random: random, retryAfter: retryAfter).map { .retry(delay: $0) } ?? .finish(.failedAfterRetry)
         case .retryOnNewConnection, .newConnection:
             guard resends < maximumResends, attempts < maximumAttempts + maximumResends else { return .finish(.failedAfterRetry) }
             return .resendOnNewConnection(delay: retryAfter ?? backoff(attempt: 1, random: random))
         }
+    }
+
+    /// A delivery, told apart when it took more than one try.
+    static func delivered(attempts: Int, resends: Int) -> Disposition {
+        .finish(attempts > 1 || resends > 0 ? .deliveredAfterRetry : .delivered)
+    }
+
+    /// The wait before the attempt after `attempts` (the server's `retryAfter` when it gave one),
+    /// or nil when the attempts ran out.
+    func nextAttempt(after attempts: Int, random: Double, retryAfter: Duration?) -> Duration? {
+        guard attempts < maximumAttempts else { return nil }
+        return retryAfter ?? backoff(attempt: attempts, random: random)
     }
 
     /// The disposition of a push whose stream ended without a response.

@@ -14,8 +14,11 @@ final class ChildSimulator {
     let keyFile: String
     let teamID: String
     let keyID: String
+    /// The service account the simulator wrote for its FCM side (`bench --provider fcm`).
+    let fcmServiceAccountFile: String?
 
-    private init(pid: pid_t, port: Int, managePort: Int, certDirectory: String, caFile: String, keyFile: String, teamID: String, keyID: String) {
+    private init(pid: pid_t, port: Int, managePort: Int, certDirectory: String, caFile: String, keyFile: String, teamID: String, keyID: String,
+                 fcmServiceAccountFile: String?) {
         self.pid = pid
         self.port = port
         self.managePort = managePort
@@ -24,6 +27,7 @@ final class ChildSimulator {
         self.keyFile = keyFile
         self.teamID = teamID
         self.keyID = keyID
+        self.fcmServiceAccountFile = fcmServiceAccountFile
     }
 
     /// `extra`: more `sokuho simulator` options (a fault run's); `certDirectory` and `ports` to
@@ -45,7 +49,7 @@ final class ChildSimulator {
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0
-        let rc = posix_spawn(&pid, "/proc/self/exe", &actions, nil, &argv, environ)
+        let rc = posix_spawn(&pid, selfPath, &actions, nil, &argv, environ)
         close(pipeFDs[1])
         guard rc == 0 else {
             close(pipeFDs[0])
@@ -65,7 +69,17 @@ final class ChildSimulator {
             throw CLIError(.software, "the simulator did not start (it printed '\(String(decoding: line, as: UTF8.self))')")
         }
         return ChildSimulator(pid: pid, port: Int(port), managePort: Int(json["managePort"]?.int64Value ?? 0), certDirectory: certDirectory,
-                              caFile: ca, keyFile: key, teamID: team, keyID: keyID)
+                              caFile: ca, keyFile: key, teamID: team, keyID: keyID, fcmServiceAccountFile: json["fcmServiceAccountFile"]?.stringValue)
+    }
+
+    /// This binary's path, read through the link rather than exec'd as `/proc/self/exe`: under
+    /// valgrind (the allocation count per push) the link names the program, while exec'ing it
+    /// would start valgrind's tool without its launcher.
+    private static var selfPath: String {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard count > 0 else { return "/proc/self/exe" }
+        return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Stops the simulator and returns the CPU seconds (user + sys) it used in all.

@@ -12,9 +12,10 @@ import Vocabulary
 enum SendCommand {
     static let spec = CommandSpec(
         "send",
-        summary: "send one push to a device token or a broadcast channel",
-        usage: "(--token HEX | --channel ID) (--payload FILE|- | --event start|update|end …) [options]",
-        options: APNsConnectionOptions.all + [
+        summary: "send one push to a device token or a broadcast channel (APNs), or one FCM message (--provider fcm)",
+        usage: "(--token HEX | --channel ID) (--payload FILE|- | --event start|update|end …) [options]  |  --provider fcm --token FCM_TOKEN --service-account FILE (--data KEY=VALUE… | --event start|update|end …) [options]",
+        options: [OptionSpec("--provider", value: "P", help: "apns (default) or fcm (Android through Firebase Cloud Messaging HTTP v1)")]
+            + APNsConnectionOptions.all + [
             OptionSpec("--token", value: "HEX", help: "device token (push-to-start token for --event start, the activity's update token otherwise)"),
             OptionSpec("--channel", value: "ID", help: "broadcast channel ID (update and end only)"),
             OptionSpec("--payload", value: "FILE|-", help: "the JSON body, from a file or standard input"),
@@ -37,12 +38,17 @@ enum SendCommand {
             OptionSpec("--input-push-token", help: "start: ask for an update token (iOS 18+; not with --input-push-channel)"),
             OptionSpec("--timestamp", value: "EPOCH", help: "aps.timestamp (default: now)"),
             OptionSpec("--timeout", value: "SECONDS", help: "give up after this long (default 30)"),
-            OptionSpec("--json", help: "print {\"status\":200,\"apnsId\":…,\"apnsUniqueId\":…,\"reason\":null}"),
-        ],
+            OptionSpec("--json", help: "print {\"status\":200,\"apnsId\":…,\"apnsUniqueId\":…,\"reason\":null}; fcm: {\"status\":200,\"name\":…,\"errorCode\":null,\"reason\":null}"),
+        ] + SendFCMCommand.options,
         details: """
         exit codes: 0 APNs answered 200 · 1 APNs refused (the reason is printed) · 64 usage ·
                     65 invalid payload or option value (nothing was sent) · 66 a file is missing ·
                     69 the server could not be reached or TLS failed
+        --provider fcm: --token is an FCM registration token; the access token comes from the service
+        account (its token_uri; --ca-file also verifies that host); --event builds a Live Update's data
+        (eventKey, serial, kind, group, contentState, alertTitle, alertBody) from --event-key, --serial,
+        --group, --content-state, --alert-title, --alert-body. APNs-only options are refused (64).
+        Exit 1 also when the token endpoint refuses the account (invalid_grant, with Google's words).
         """,
         run: run)
 
@@ -52,6 +58,8 @@ enum SendCommand {
                                       "--input-push-token", "--timestamp"]
 
     static func run(_ invocation: Invocation) throws(CLIError) -> ExitCode {
+        if try SendFCMCommand.isFCM(invocation) { return try SendFCMCommand.run(invocation) }
+        try SendFCMCommand.refuseOptions(for: invocation)
         let push = try prepare(invocation)
         let answered = try APNsConnectionOptions.perform(push, to: try APNsConnectionOptions.pushEndpoint(invocation), invocation)
         report(answered.answer.response, invocation: invocation, tokenIssuedAt: answered.tokenIssuedAt)

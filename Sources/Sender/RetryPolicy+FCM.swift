@@ -1,0 +1,29 @@
+import FCM
+
+extension RetryPolicy {
+    /// The disposition of an FCM answer, by its one `FCMResponseAction` (FCM.md, "Errors"): the
+    /// same outcomes as APNs' so every report and sink reads them alike. `retryAfter` (FCM sends
+    /// it with 429 and some 503s) replaces the computed back-off; `accessTokenRefreshed` says the
+    /// push already got a 401 and was resent with a new token.
+    public func decide(fcm action: FCMResponseAction, attempts: Int, resends: Int, random: Double, retryAfter: Duration?,
+                       accessTokenRefreshed: Bool) -> Disposition {
+        switch action {
+        case .delivered:
+            return Self.delivered(attempts: attempts, resends: resends)
+        case .removeToken, .removeTokenBehindBreaker:
+            // The breaker's share is told apart by the push's `fcm` detail, not by another outcome.
+            return .finish(.tokenDead)
+        case .fixRequest:
+            return .finish(.requestBug)
+        case .halt:
+            return .haltPool(.authOrConnectionFailure)
+        case .refreshAccessToken:
+            // A fresh token refused again is not an expiry: the account cannot send.
+            return accessTokenRefreshed ? .haltPool(.authOrConnectionFailure) : .resendWithNewAccessToken
+        case .retry:
+            return nextAttempt(after: attempts, random: random, retryAfter: retryAfter).map { .retry(delay: $0) } ?? .finish(.failedAfterRetry)
+        case .pauseProject:
+            return nextAttempt(after: attempts, random: random, retryAfter: retryAfter).map { .pausePool(delay: $0) } ?? .finish(.failedAfterRetry)
+        }
+    }
+}

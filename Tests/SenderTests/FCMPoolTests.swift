@@ -1,0 +1,215 @@
+import APNs
+import Crypto
+import FCM
+import HTTP2
+import IO
+import Sender
+import Simulator
+import Synchronization
+import Testing
+import Vocabulary
+
+/// Every final outcome of an FCM run with what FCM said, and a hook at the Nth outcome.
+final class FCMRecordingSink: PushOutcomeSink, @unchecked Sendable {
+    struct Entry { let outcome: PushOutcome; let fcm: FCMRefusalDetail?; let prunesBehindBreaker: Bool; let finished: MonotonicInstant; let latency: Duration? }
+    let entries = Mutex<[UInt64: [Entry]]>([:])
+    /// When the first push went off the wire (a refusal that resends it), if one did.
+    let firstOffWire = Mutex<MonotonicInstant?>(nil)
+    let hookAt: Int
+    let hook: @Sendable () -> Void
+    private let count = Atomic<Int>(0)
+
+    init(hookAt: Int = 0, hook: @escaping @Sendable () -> Void = {}) {
+        self.hookAt = hookAt
+        self.hook = hook
+    }
+
+    func pushCompleted(_ push: CompletedPush) {
+        let entry = Entry(outcome: push.outcome, fcm: push.fcm, prunesBehindBreaker: push.prunesBehindBreaker, finished: .now(), latency: push.latency)
+        entries.withLock { $0[push.id, default: []].append(entry) }
+        if count.add(1, ordering: .relaxed).newValue == hookAt { hook() }
+    }
+
+    func pushWentOffWire(id: UInt64) {
+        let now = MonotonicInstant.now()
+        firstOffWire.withLock { $0 = $0 ?? now }
+    }
+}
+
+/// One FCM fan-out through the pool against an in-process simulator.
+struct FCMRun {
+    var counters: SenderCounters
+    var halt: String?
+    var entries: [UInt64: [FCMRecordingSink.Entry]]
+    var simulator: SimulatorCounters
+    var generations: Int
+    var firstOffWire: MonotonicInstant?
+
+    static func tokenText(_ index: Int) -> String { "f\(index):APA91b" + String(repeating: "q", count: 140) }
+    static func token(_ index: Int) -> DeviceToken { DeviceToken(bytes: Array(tokenText(index).utf8))! }
+
+    static let template = try! FCMMessageTemplate(
+        data: try! LiveUpdateData(eventKey: "eew-1", serial: 1, kind: .start, group: "region:301",
+                                  contentState: Array(#"{"forecastIntensity":"5-"}"#.utf8), alertTitle: "緊急地震速報").fields,
+        android: FCMAndroidOptions(priority: .high, ttl: .seconds(60), collapseKey: "eew-1"))
+
+    /// The pool for `simulator`'s FCM side, with an access-token source for the account it wrote.
+    static func pool(_ simulator: APNsSimulator, account: ServiceAccount? = nil) throws -> (PoolConfiguration, FCMAccessTokenSource) {
+        let tls = try TLSConfiguration.client(caFile: PoolFaultTests.certificates.ca)
+        let source = try FCMAccessTokenSource(account: account ?? simulator.fcmServiceAccount, tls: tls, timeout: .seconds(20))
+        var pool = PoolConfiguration(host: "127.0.0.1", port: simulator.port, tls: tls)
+        pool.provider = .fcm(source)
+        pool.connections = 2
+        pool.threads = 1
+        pool.streamsPerConnection = 100
+        return (pool, source)
+    }
+
+    /// `account`: another service account than the simulator's (made from the running simulator's).
+    static func run(pushes: Int, deadline: Double = 30, hookAt: Int = 0,
+                    configureSimulator: (inout SimulatorConfiguration) -> Void = { _ in },
+                    hook: @escaping @Sendable (APNsSimulator) -> Void = { _ in },
+                    account: ((APNsSimulator) throws -> ServiceAccount)? = nil,
+                    configurePool: (inout PoolConfiguration) -> Void = { _ in }) throws -> FCMRun {
+        let simulator = try testSimulator { configuration in
+            configuration.trackTokens = true
+            configuration.seed = 7
+            configureSimulator(&configuration)
+        }
+        defer { simulator.stop() }
+        let account = try account?(simulator)
+        var (pool, source) = try pool(simulator, account: account)
+        configurePool(&pool)
+        let sink = FCMRecordingSink(hookAt: hookAt) { hook(simulator) }
+        let sender = try ConnectionPool(configuration: pool, sink: sink)
+        defer { sender.shutdown() }
+        let group = PushGroup(label: "fcm", template: template, projectID: simulator.fcmServiceAccount.projectID,
+                              deadline: MonotonicInstant.now() + .seconds(deadline), resendUnknown: false)
+        sender.send((0..<pushes).map { PushJob(token: token($0), group: group, id: UInt64($0)) })
+        #expect(sender.waitUntilFinished(timeout: .seconds(deadline + 10)), "every push must end by its deadline")
+        return FCMRun(counters: sender.statistics().counters, halt: sender.haltMessage, entries: sink.entries.withLock { $0 },
+                      simulator: simulator.counters, generations: source.generations, firstOffWire: sink.firstOffWire.withLock { $0 })
+    }
+
+    var delivered: Int { counters[.delivered] + counters[.deliveredAfterRetry] }
+
+    func expectOneOutcomePerPush(_ pushes: Int, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(entries.count == pushes && counters.finished == pushes, sourceLocation: sourceLocation)
+        #expect(entries.values.allSatisfy { $0.count == 1 }, "a push reported twice", sourceLocation: sourceLocation)
+    }
+}
+
+/// Issue 23: FCM through the same pool engine as APNs, against the simulator's FCM side over
+/// loopback with real TLS: bodies spliced per push, access tokens fetched, refreshed and replaced,
+/// FCM's answers mapped onto the pool's outcomes.
+@Suite(.serialized) struct FCMPoolTests {
+    @Test("every FCM push is delivered once, each with its own token spliced into the group's body")
+    func everyPushIsDeliveredWithItsOwnBody() throws {
+        let run = try FCMRun.run(pushes: 3_000)
+        run.expectOneOutcomePerPush(3_000)
+        #expect(run.counters[.delivered] == 3_000 && run.halt == nil)
+        #expect(run.simulator.fcmAccepted == 3_000 && run.simulator.fcmAcceptedPerToken.count == 3_000)
+        #expect(run.simulator.fcmAcceptedPerToken.values.allSatisfy { $0 == 1 })
+        #expect(run.generations == 1 && run.simulator.fcmTokensGranted == 1, "one access token serves the whole run")
+    }
+
+    @Test("an unregistered token is dead, another project's is dead behind the breaker, and the rest are delivered")
+    func deadTokensAreToldApart() throws {
+        let run = try FCMRun.run(pushes: 200) { configuration in
+            configuration.fcmUnregisteredTokens = Set((0..<10).map { FCMRun.tokenText($0) })
+            configuration.fcmForeignTokens = Set((10..<15).map { FCMRun.tokenText($0) })
+        }
+        run.expectOneOutcomePerPush(200)
+        #expect(run.counters[.tokenDead] == 15 && run.delivered == 185)
+        for id in 0..<15 {
+            let entry = try #require(run.entries[UInt64(id)]?.first)
+            #expect(entry.outcome == .tokenDead)
+            #expect(entry.fcm?.errorCode == (id < 10 ? "UNREGISTERED" : "SENDER_ID_MISMATCH"))
+            #expect(entry.prunesBehindBreaker == (id >= 10), "only another project's tokens count toward the breaker")
+        }
+    }
+
+    @Test("access tokens expired mid-run cost no message: each push gets one outcome, all delivered, after a new token")
+    func anExpiredAccessTokenCostsNoMessage() throws {
+        let run = try FCMRun.run(pushes: 4_000, hookAt: 500, configureSimulator: { $0.latency = .milliseconds(2) }) { simulator in
+            simulator.expireFCMAccessTokens()
+        }
+        run.expectOneOutcomePerPush(4_000)
+        #expect(run.delivered == 4_000 && run.halt == nil, "\(run.counters.outcomes) \(run.halt ?? "")")
+        #expect((run.simulator.fcmRejected["UNAUTHENTICATED"] ?? 0) > 0, "the expiry must have hit pushes in flight")
+        #expect(run.generations == 2 && run.simulator.fcmTokensGranted == 2, "one refresh for the whole pool")
+        #expect(run.simulator.fcmAccepted == 4_000 && run.simulator.fcmAcceptedPerToken.values.allSatisfy { $0 == 1 })
+    }
+
+    @Test("a run longer than its access token's life refreshes it in the background and loses no message")
+    func aShortLivedTokenIsRefreshedMidRun() throws {
+        // 3,000 messages, 10 at a time, each answered 5 ms late: at least 1.5 s, past the refresh at 1 s.
+        let run = try FCMRun.run(pushes: 3_000, configureSimulator: { $0.fcmAccessTokenLifetime = .seconds(2); $0.latency = .milliseconds(5) },
+                                 configurePool: { $0.connections = 1; $0.streamsPerConnection = 10 })
+        run.expectOneOutcomePerPush(3_000)
+        #expect(run.delivered == 3_000 && run.halt == nil, "\(run.counters.outcomes)")
+        #expect(run.generations >= 2, "the token was refreshed during the run")
+        #expect(run.simulator.fcmAccepted == 3_000 && run.simulator.fcmAcceptedPerToken.values.allSatisfy { $0 == 1 })
+    }
+
+    @Test("a 429 QUOTA_EXCEEDED pauses the whole pool until Retry-After, then every push is delivered")
+    func aQuotaAnswerPausesThePool() throws {
+        let run = try FCMRun.run(pushes: 600) { configuration in
+            configuration.fcmFaults = [("QUOTA_EXCEEDED", 0.01)]
+        }
+        run.expectOneOutcomePerPush(600)
+        #expect(run.delivered == 600 && run.counters.retries > 0, "\(run.counters.outcomes)")
+        // One loop thread: once the 429 is in, nothing is first sent until its Retry-After (1 s) is over.
+        let paused = try #require(run.firstOffWire)
+        let sentDuringPause = run.entries.values.compactMap { $0.first }.filter { (entry: FCMRecordingSink.Entry) -> Bool in
+            guard let latency = entry.latency else { return false }
+            // First sent at `finished - latency`: how long after the pause began (negative: before).
+            let sentAfterPause = (entry.finished - paused) - latency
+            return sentAfterPause > .milliseconds(50) && sentAfterPause < .milliseconds(900)
+        }
+        #expect(sentDuringPause.isEmpty, "\(sentDuringPause.count) pushes went out during the pause")
+    }
+
+    @Test("a second 401 with a freshly granted token halts the pool saying so, each push with one outcome")
+    func aRefusedFreshTokenHalts() throws {
+        let run = try FCMRun.run(pushes: 50) { configuration in configuration.fcmFaults = [("UNAUTHENTICATED", 1.0)] }
+        run.expectOneOutcomePerPush(50)
+        #expect(run.counters[.authOrConnectionFailure] == 50)
+        #expect(run.halt?.contains("freshly granted access token") == true, "\(run.halt ?? "no halt")")
+        #expect(run.generations == 2, "one new token, not one per push")
+    }
+
+    @Test("invalid_grant from the token endpoint halts the pool with Google's description, and nothing is sent")
+    func invalidGrantHalts() throws {
+        let otherKey = try RSASigningKey.generate().pkcs8PEM
+        @Sendable func other(_ simulator: APNsSimulator) throws -> ServiceAccount {
+            let real = simulator.fcmServiceAccount
+            return try ServiceAccount(projectID: real.projectID, privateKeyID: real.privateKeyID, privateKeyPEM: otherKey,
+                                      clientEmail: real.clientEmail, tokenURI: real.tokenURI)
+        }
+        let simulator = try testSimulator()
+        defer { simulator.stop() }
+        let (_, source) = try FCMRun.pool(simulator, account: try other(simulator))
+        #expect(throws: FCMAuthError.self) { try source.fetchNow() }
+        do { try source.fetchNow() } catch {
+            #expect(!error.isTransient && error.description.contains("invalid_grant"), "\(error)")
+        }
+        let run = try FCMRun.run(pushes: 20, account: other)
+        run.expectOneOutcomePerPush(20)
+        #expect(run.counters[.authOrConnectionFailure] == 20 && run.simulator.fcmAccepted == 0)
+        #expect(run.halt?.contains("invalid_grant") == true, "\(run.halt ?? "no halt")")
+    }
+
+    @Test("a field FCM refuses is a request bug naming the field, judged on an FCM pool by FCM's rules")
+    func aBadFieldIsARequestBug() throws {
+        let simulator = try testSimulator()
+        defer { simulator.stop() }
+        let (pool, _) = try FCMRun.pool(simulator)
+        let body = Array(#"{"message":{"token":"fabc:APA91b","android":{"priority":"URGENT"}}}"#.utf8)
+        let request = ConnectionPool.Request(method: .post, path: FCMEndpoint.sendPath(projectID: simulator.fcmServiceAccount.projectID),
+                                             headers: [.init("content-type", "application/json")], body: body)
+        let answer = try ConnectionPool.perform([request], configuration: pool, timeout: .seconds(20))[0]
+        #expect(answer.outcome == .requestBug && answer.status == 400)
+        #expect(answer.fcm?.field == "message.android.priority" && answer.fcm?.action == .fixRequest, "\(String(describing: answer.fcm))")
+    }
+}
