@@ -115,7 +115,9 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
 
     /// Counts one outcome (under the lock).
     private func record(_ push: CompletedPush, slot: PushSlot) {
-        let isBad = push.reason == .badDeviceToken || push.reason == .deviceTokenNotForTopic
+        // The pool says which refusals prune only once the breaker judged the group (APNs'
+        // BadDeviceToken / DeviceTokenNotForTopic, FCM's SENDER_ID_MISMATCH or a refused token).
+        let isBad = push.prunesBehindBreaker
         if breakerAnswers[slot.group] < Self.breakerSample {
             breakerAnswers[slot.group] += 1
             if isBad { breakerBad[slot.group] += 1 }
@@ -125,7 +127,7 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
         case .delivered, .deliveredAfterRetry:
             report.delivered += 1
         case .tokenDead:
-            let reason = push.reason?.name ?? "Unregistered"
+            let reason = push.refusalName ?? "Unregistered"
             report.pruned[reason, default: 0] += 1
             let token = push.token.withBytes { Array($0) }
             if isBad {
@@ -141,7 +143,7 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
         case .expired:
             report.expired += 1
         case .failedAfterRetry, .requestBug, .authOrConnectionFailure:
-            report.failed[push.reason?.name ?? (push.status == 0 ? "connection" : "HTTP \(push.status)"), default: 0] += 1
+            report.failed[push.refusalName ?? (push.status == 0 ? "connection" : "HTTP \(push.status)"), default: 0] += 1
         }
     }
 
