@@ -42,6 +42,11 @@ public final class RedisServerFixture {
     public let extraArguments: [String]
     public private(set) var pid: pid_t = 0
     private let program: String
+    /// While stopped, a socket bound to `port` (not listening: a client is refused, as by a dead
+    /// server), so nothing else on the box takes the port before `start` binds it again. Without
+    /// it a test that kept a node running against a stopped Redis for seconds saw another test's
+    /// server get the port, and redis-server exit at start (EADDRINUSE).
+    private var portHold: Int32 = -1
 
     public init(_ server: Server = .redis, extraArguments: [String] = []) throws {
         guard let program = server.program else { throw Missing(server: server) }
@@ -56,6 +61,7 @@ public final class RedisServerFixture {
 
     deinit {
         stop()
+        releasePort()
         // The log, and with persistence on its dump and append-only directory.
         _ = system("rm -rf '\(directory)'")
     }
@@ -70,6 +76,7 @@ public final class RedisServerFixture {
 
     /// Starts redis-server and waits (up to 10 s) until it answers PING.
     public func start() throws {
+        releasePort()
         let arguments = [program, "--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                          "--dir", directory, "--daemonize", "no", "--logfile", directory + "/redis.log"] + extraArguments
         var actions = posix_spawn_file_actions_t()
@@ -122,6 +129,36 @@ public final class RedisServerFixture {
             usleep(10_000)
         }
         pid = 0
+        holdPort()
+    }
+
+    /// Binds `port` without listening (see `portHold`); with SO_REUSEADDR only if a connection
+    /// the server closed still lingers on it (TIME_WAIT).
+    private func holdPort() {
+        guard portHold < 0 else { return }
+        for reuse in [false, true] {
+            // Close-on-exec: a daemon the test spawns meanwhile must not inherit it and keep the
+            // port bound after `start` closes it here.
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard fd >= 0 else { return }
+            var one: Int32 = 1
+            if reuse { setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size)) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = UInt16(port).bigEndian
+            let bound = withUnsafePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            }
+            if bound { portHold = fd; return }
+            close(fd)
+        }
+    }
+
+    private func releasePort() {
+        guard portHold >= 0 else { return }
+        close(portHold)
+        portHold = -1
     }
 
     public func restart() throws {
