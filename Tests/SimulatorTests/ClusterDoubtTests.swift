@@ -89,7 +89,11 @@ import Testing
         _ = try daemon.waitForEvent("/v1/events/eew-new-during-outage/1")
 
         try redis.start()
-        // The first read after the restart meets the node's broken connection; it is asked again.
+        // The node reconnects no sooner than its back-off (up to 5 s after the outage's last
+        // attempt, by design): the reads below are about what it answers once Redis is back, so
+        // wait until its own background commands reach Redis again.
+        #expect(ClusterServeTests.eventually { daemon.metric(#"sokuho_cluster_connected{node="a"}"#) == 1 }, "node a never reconnected")
+        // The first read after the restart may meet the node's broken connection; it is asked again.
         let read = daemon.curl("GET", "/v1/events/eew-finished/1")
         #expect(read.status == 200 && read.body.contains(#""state":"done""#), "\(read.status) \(read.body)")
         let resent = daemon.curl("POST", "/v1/events", body: event)

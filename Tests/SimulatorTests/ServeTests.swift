@@ -534,7 +534,9 @@ import Vocabulary
             #expect(daemon.child.stderr.contains(line), "\(daemon.child.stderr)")
         }
         _ = try settledApps(1)
-        // Two warm connections and the credential check's one.
+        // Two warm connections and the credential check's one (the check runs beside the start:
+        // /readyz can settle before its connection is made).
+        for _ in 0..<200 where scenario.running.counters.connections < 3 { usleep(25_000) }
         #expect(scenario.running.counters.connections == 3)
 
         // Unchanged apps, another rate limit and start budget: nothing reconnects; events still go out.
