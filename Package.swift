@@ -56,12 +56,12 @@ let package = Package(
         .target(name: "SokuhoCLI", dependencies: ["JSONCore", "APNs", "FCM", "Crypto", "IO", "HTTP2", "HTTPAPI", "Sender", "Simulator", "TokenStore", "Fanout", "Daemon", "DaemonConfiguration", "Runtime", "Vocabulary"]),
         // `sokuho serve` in parts, each one job (README "Layout"):
         // its configuration — one JSON file, flags and SOKUHO_* variables on top, checked whole at start;
-        .target(name: "DaemonConfiguration", dependencies: ["APNs", "Crypto", "JSONCore"]),
+        .target(name: "DaemonConfiguration", dependencies: ["APNs", "Crypto", "FCM", "JSONCore"]),
         // this node of a cluster — its Redis link and health, shard leases, registration replication;
         .target(name: "Cluster", dependencies: ["DaemonConfiguration", "IO", "JSONCore", "Redis", "TokenStore"]),
         // the runtime — the store, one warm AppRuntime per app, the event queue, reload, standby,
         // credential checks, metrics, the cluster's events and shard workers; nothing about HTTP;
-        .target(name: "Runtime", dependencies: ["APNs", "Cluster", "Crypto", "DaemonConfiguration", "Fanout", "IO",
+        .target(name: "Runtime", dependencies: ["APNs", "Cluster", "Crypto", "DaemonConfiguration", "FCM", "Fanout", "IO",
                                                 "JSONCore", "Redis", "Sender", "TokenStore", "Vocabulary"]),
         // and the daemon itself: the HTTP API (routes, status page — the only place HTTP status codes
         // live) put together with the runtime. openapi.json describes the API; SimulatorTests/OpenAPITests
@@ -71,7 +71,7 @@ let package = Package(
                 exclude: ["openapi.json"]),
         // Live Activity events from the token store: scan → starts per group → pool → outcomes →
         // store writes (checkpoints, pruning), plus the event's broadcasts and channels.
-        .target(name: "Fanout", dependencies: ["APNs", "Crypto", "IO", "JSONCore", "Sender", "TokenStore", "Vocabulary"]),
+        .target(name: "Fanout", dependencies: ["APNs", "Crypto", "FCM", "IO", "JSONCore", "Sender", "TokenStore", "Vocabulary"]),
         // The sending engine: connection pool, push jobs, retries, outcomes.
         .target(name: "Sender", dependencies: ["APNs", "FCM", "IO", "HTTP2", "Crypto", "Vocabulary"]),
         // The APNs look-alike for tests, demo and benchmarks; it plays FCM too (same port, by path).

@@ -3,6 +3,7 @@
 public enum TokenKind: UInt8, Sendable, CaseIterable, Comparable {
     case pushToStart = 1
     case device = 2
+    case fcm = 3
 
     /// The name used in files and on the command line.
     public var name: String { self == .pushToStart ? "pushToStart" : "device" }

@@ -30,6 +30,7 @@ package enum AppReading {
         var host: Endpoint?
         var manageHost: Endpoint?
         var caFile: String?
+        var android: AndroidApp?
     }
 
     private static let members: [JSONMember<Draft, ConfigurationError>] = [
@@ -57,6 +58,7 @@ package enum AppReading {
         JSONMember("host") { (value, field, draft) throws(ConfigurationError) in draft.host = try endpoint(value, field: field) },
         JSONMember("manageHost") { (value, field, draft) throws(ConfigurationError) in draft.manageHost = try endpoint(value, field: field) },
         JSONMember("caFile") { (value, field, draft) throws(ConfigurationError) in draft.caFile = try SettingValue.path(.json(value), field: field) },
+        JSONMember("android") { (value, field, draft) throws(ConfigurationError) in draft.android = try AndroidReading.android(value, path: field) },
     ]
 
     private static func app(_ value: JSONValue, path: String) throws(ConfigurationError) -> ServeConfiguration.App {
@@ -72,7 +74,7 @@ package enum AppReading {
         }
         return ServeConfiguration.App(bundleID: bundleID, teamID: teamID, keyID: keyID, keyFile: keyFile, environment: environment,
                                       connections: draft.connections, streams: draft.streams, host: draft.host,
-                                      manageHost: draft.manageHost, caFile: draft.caFile)
+                                      manageHost: draft.manageHost, caFile: draft.caFile, android: draft.android)
     }
 
     /// A Team or Key ID as Apple issues them; the message is `CryptoError`'s, which says where to find it.
@@ -82,7 +84,7 @@ package enum AppReading {
         return text
     }
 
-    private static func endpoint(_ value: JSONValue, field: String) throws(ConfigurationError) -> Endpoint {
+    static func endpoint(_ value: JSONValue, field: String) throws(ConfigurationError) -> Endpoint {
         try SettingValue.endpoint(try SettingValue.string(.json(value), field: field, expected: "HOST:PORT"), field: field)
     }
 }

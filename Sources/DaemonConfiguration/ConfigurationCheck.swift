@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Crypto
+import FCM
 
 /// The checks that need the whole configuration or the file system: at least one app, no app
 /// twice, every key file a private ES256 `.p8`, the admin token file private and not empty. Run
@@ -32,6 +33,7 @@ package struct ConfigurationCheck {
             if let caFile = app.caFile {
                 do { _ = try TLSConfiguration.client(caFile: caFile) } catch { throw ConfigurationError(field: path + ".caFile", error.description) }
             }
+            if let android = app.android { try check(android, path: path + ".android") }
         }
         let token = origins["adminTokenFile"] ?? "adminTokenFile"
         guard !config.adminTokenFile.isEmpty else {
@@ -44,6 +46,25 @@ package struct ConfigurationCheck {
             let field = (origins["cluster"] ?? "cluster") + ".passwordFile"
             try privateFile(passwordFile, field: field, what: "the Redis password lets whoever reads it change registrations and submit events")
         }
+    }
+
+    /// The Android side: the service account private like a `.p8` (its key signs for the whole
+    /// Firebase project) and what Google's download holds, its CA readable.
+    private func check(_ android: AndroidApp, path: String) throws(ConfigurationError) {
+        let field = path + ".serviceAccountFile"
+        try privateFile(android.serviceAccountFile, field: field,
+                        what: "a service account's key lets whoever reads it send to every Android phone of the Firebase project")
+        _ = try Self.serviceAccount(android.serviceAccountFile, field: field)
+        if let caFile = android.caFile {
+            do { _ = try TLSConfiguration.client(caFile: caFile) } catch { throw ConfigurationError(field: path + ".caFile", error.description) }
+        }
+    }
+
+    /// Reads and checks a service-account file (the message names the file's member and the fix).
+    package static func serviceAccount(_ file: String, field: String) throws(ConfigurationError) -> ServiceAccount {
+        let bytes: [UInt8]
+        do { bytes = try SecretFile.contents(file) } catch { throw ConfigurationError(field: field, "\(file): \(error)") }
+        do { return try ServiceAccount(json: bytes) } catch { throw ConfigurationError(field: field, "\(file): \(error)") }
     }
 
     /// Checks that `path` is a regular file only its owner can access, unless `allowReadableKey`;

@@ -13,6 +13,14 @@ extension ServeConfiguration {
             if let manageHost = app.manageHost { line += ", manage host \(manageHost)" }
             if let caFile = app.caFile { line += ", CA \(caFile)" }
             lines.append(line)
+            if let android = app.android {
+                var line = "  android     \(android.package) service account \(android.serviceAccountFile), \(android.connections) connections, "
+                    + "\(android.messagesPerMinute) messages/min"
+                if let host = android.fcmHost { line += ", FCM host \(host)" }
+                if let host = android.tokenHost { line += ", token host \(host)" }
+                if let caFile = android.caFile { line += ", CA \(caFile)" }
+                lines.append(line)
+            }
         }
         lines.append("store         \(storePath)")
         lines.append("admin token   \(adminTokenFile)")
@@ -52,6 +60,17 @@ extension ServeConfiguration {
             if let host = app.host { writer.key("host"); writer.string(host.description) }
             if let manageHost = app.manageHost { writer.key("manageHost"); writer.string(manageHost.description) }
             if let caFile = app.caFile { writer.key("caFile"); writer.string(caFile) }
+            if let android = app.android {
+                writer.key("android"); writer.beginObject()
+                writer.key("package"); writer.string(android.package)
+                writer.key("serviceAccountFile"); writer.string(android.serviceAccountFile)
+                if let host = android.fcmHost { writer.key("fcmHost"); writer.string(host.description) }
+                if let host = android.tokenHost { writer.key("tokenHost"); writer.string(host.description) }
+                if let caFile = android.caFile { writer.key("caFile"); writer.string(caFile) }
+                writer.key("connections"); writer.int(android.connections)
+                writer.key("messagesPerMinute"); writer.int(android.messagesPerMinute)
+                writer.endObject()
+            }
             writer.endObject()
         }
         writer.endArray()

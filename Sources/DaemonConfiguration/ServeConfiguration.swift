@@ -27,10 +27,13 @@ public struct ServeConfiguration: Sendable {
         public var manageHost: Endpoint?
         /// A CA to trust instead of the system bundle (the simulator's `ca.pem`), or nil.
         public var caFile: String?
+        /// The app's Android phones through FCM, or nil: its events reach iOS phones only.
+        public var android: AndroidApp?
 
         public init(bundleID: BundleID, teamID: String, keyID: String, keyFile: String, environment: Environment,
                     connections: Int = App.defaultConnections, streams: Int = App.defaultStreams,
-                    host: Endpoint? = nil, manageHost: Endpoint? = nil, caFile: String? = nil) {
+                    host: Endpoint? = nil, manageHost: Endpoint? = nil, caFile: String? = nil, android: AndroidApp? = nil) {
+            self.android = android
             self.bundleID = bundleID
             self.teamID = teamID
             self.keyID = keyID

@@ -1,4 +1,5 @@
 import APNs
+import FCM
 import IO
 import JSONCore
 import Sender
@@ -15,6 +16,10 @@ struct EventPushes {
     var activityUpdate: PushGroup?
     /// The broadcast to the group's channel (update and end).
     var broadcastBody: [UInt8]?
+    /// The FCM message of an Android phone that qualifies for a start (kind `start`), and of one
+    /// an update or end reaches (its kind): nil without an Android lane.
+    var androidStart: PushGroup?
+    var androidUpdate: PushGroup?
 
     /// What starts carry when the event itself is an update that widened the area: the start's
     /// attributes and alert (from the event's last start serial).
@@ -26,7 +31,7 @@ struct EventPushes {
 
     static func render(event: FanoutEvent, group: FanoutEvent.Group, channel: ChannelID?, startContent: StartContent?,
                        timestamp: Int64, expiration: Expiration, deadline: MonotonicInstant?,
-                       sink: PushOutcomeSink) throws(FanoutError) -> EventPushes {
+                       sink: PushOutcomeSink, android: AndroidLane? = nil) throws(FanoutError) -> EventPushes {
         var pushes = EventPushes()
         let resendStarts = event.onUnknown == .resend
         do throws(ValidationError) {
@@ -85,7 +90,56 @@ struct EventPushes {
         } catch {
             throw FanoutError(.invalidEvent, "groups[\(group.index)] (\(group.topic)): \(error)")
         }
+        if let android {
+            try renderAndroid(into: &pushes, event: event, group: group, startContent: startContent, deadline: deadline,
+                              projectID: android.projectID, sink: sink)
+        }
         return pushes
+    }
+
+    /// The group's FCM messages: a data message the app draws as an Android 16 Live Update
+    /// (`LiveUpdateData`: key, serial, kind, group, content state, alert), HIGH for priority 10,
+    /// kept by FCM for what is left of the event's deadline, collapsing on the event key; the
+    /// event's `fallbackAlert` as the start's `notification`, for phones whose app is not running.
+    private static func renderAndroid(into pushes: inout EventPushes, event: FanoutEvent, group: FanoutEvent.Group,
+                                      startContent: StartContent?, deadline: MonotonicInstant?, projectID: String,
+                                      sink: PushOutcomeSink) throws(FanoutError) {
+        let remaining = deadline.map { max(.zero, $0 - MonotonicInstant.now()) } ?? event.deadline
+        let options = FCMAndroidOptions(priority: event.priority == .immediate ? .high : .normal,
+                                        ttl: .seconds(remaining.components.seconds), collapseKey: event.key)
+        func message(_ kind: LiveUpdateKind, contentState: [UInt8], alert: LiveActivityAlert?,
+                     notification: FCMNotification?) throws(FCMValidationError) -> FCMMessageTemplate {
+            let data = try LiveUpdateData(eventKey: event.key, serial: Int(event.serial), kind: kind, group: group.topic,
+                                          contentState: contentState, alertTitle: alert.map { text($0.title) },
+                                          alertBody: alert.map { text($0.body) })
+            return try FCMMessageTemplate(data: data.fields, android: options, notification: notification)
+        }
+        do throws(FCMValidationError) {
+            if let content = startContent, let state = group.contentState {
+                let notification = event.fallbackAlert.map { FCMNotification(title: text($0.title), body: text($0.body)) }
+                pushes.androidStart = PushGroup(label: group.topic, template: try message(.start, contentState: state, alert: content.alert,
+                                                                                         notification: notification),
+                                                projectID: projectID, deadline: deadline, resendUnknown: event.onUnknown == .resend, sink: sink)
+            }
+            if event.kind != .start {
+                let kind: LiveUpdateKind = event.kind == .update ? .update : .end
+                // An end without a content state still says which Live Update ends: `{}`.
+                pushes.androidUpdate = PushGroup(label: group.topic, template: try message(kind, contentState: group.contentState ?? Array("{}".utf8),
+                                                                                          alert: event.alert, notification: nil),
+                                                 projectID: projectID, deadline: deadline, resendUnknown: true, sink: sink)
+            }
+        } catch {
+            throw FanoutError(.invalidEvent, "groups[\(group.index)] (\(group.topic)) for Android: \(error)")
+        }
+    }
+
+    /// An alert text as Android gets it: the text, or a localized text's key (the app's string
+    /// resource of that name).
+    private static func text(_ text: LiveActivityAlert.Text) -> String {
+        switch text {
+        case let .plain(value): value
+        case let .localized(key, _): key
+        }
     }
 }
 

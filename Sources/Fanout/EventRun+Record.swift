@@ -17,6 +17,8 @@ extension EventRun {
         report.kind = event.kind.rawValue
         report.retried = settled.retries
         report.targets = report.delivered + report.prunedTotal + report.failedTotal + report.unknown + report.expired
+        let android = report.android
+        report.android.targets = android.delivered + android.pruned + android.failed + android.unknown + android.expired
         report.stopped = stopped?.text
         let timing = sending.sink.timing()
         report.firstPushMs = timing.firstPush.map { ($0 - runStart).seconds * 1000 }

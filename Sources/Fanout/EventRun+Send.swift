@@ -8,13 +8,15 @@ extension EventRun {
     /// with the pool (or the run was told to stop); the answers are the settle phase's.
     func send(_ admitted: Admitted, starts: Starts, channels: Channels) throws(FanoutError) -> Sending {
         let pool = try pool()
-        let books = try books(plans: starts.plans, gate: pool.handOut)
+        let android = try androidPool()
+        let books = try books(plans: starts.plans, gate: pool.handOut, eventStarted: admitted.record.startedAt)
         // Every push group reports to this event's sink, so the pool may be shared with other events.
         var pushes: [EventPushes] = []
         for group in event.groups {
             pushes.append(try EventPushes.render(event: event, group: group, channel: channels.ids[group.index]?.id, startContent: starts.content,
                                                  timestamp: admitted.clock.timestamp, expiration: admitted.clock.expiration,
-                                                 deadline: admitted.clock.deadline, sink: books.sink))
+                                                 deadline: admitted.clock.deadline, sink: books.sink,
+                                                 android: android == nil ? nil : options.android))
         }
         let samples = RunSamples(start: runStart, sink: books.sink, progress: options.progress)
 
@@ -23,12 +25,13 @@ extension EventRun {
         if event.kind != .start {
             if (event.shard?.index ?? 0) == 0 { try broadcast(pushes: pushes, channels: channels, pool: pool, sink: books.sink) }
             try sendToActivities(pushes: pushes, slots: books.updateSlots, pool: pool, sink: books.sink)
+            try sendToAndroid(pushes: pushes, starts: starts.plans, slots: books.androidUpdateSlots, pool: android, sink: books.sink)
         }
 
         // Starts, group by group in priority order.
         let tally = try TokenTally.rebuilt(for: event, plans: books.plans, records: admitted.starts, options: options, store: store)
         let scanStarted = MonotonicInstant.now()
-        let scanner = StartScanner(event: event, store: store, pool: pool, sink: books.sink, pushes: pushes, plans: books.plans, tally: tally,
+        let scanner = StartScanner(event: event, store: store, pool: pool, android: android, sink: books.sink, pushes: pushes, plans: books.plans, tally: tally,
                                    startLimit: options.startLimit, gate: pool.handOut, deadline: admitted.clock.deadline,
                                    urgent: options.urgent, checkpoints: checkpoints) {
             samples.sample()
@@ -40,10 +43,11 @@ extension EventRun {
         return Sending(sink: books.sink, scanner: scanner, pool: pool, samples: samples, scanStarted: scanStarted)
     }
 
-    /// The sink and what its job ids name: per plan a scan window and a slot for starts and one
-    /// for fallbacks (tracked by the plan's window), per group a slot for activity updates.
-    private func books(plans: [StartPlan], gate: HandOutGate) throws(FanoutError)
-        -> (sink: FanoutSink, plans: [StartPlan], updateSlots: [Int]) {
+    /// The sink and what its job ids name: per plan a scan window and a slot for starts, one for
+    /// fallbacks and one for Android starts (tracked by the plan's window), per group a slot for
+    /// activity updates and one for Android updates and ends.
+    private func books(plans: [StartPlan], gate: HandOutGate, eventStarted: UInt64) throws(FanoutError)
+        -> (sink: FanoutSink, plans: [StartPlan], updateSlots: [Int], androidUpdateSlots: [Int]) {
         var slots: [PushSlot] = []
         var windows: [ScanWindow] = []
         var numbered: [StartPlan] = []
@@ -55,14 +59,21 @@ extension EventRun {
             slots.append(PushSlot(purpose: .start, group: plan.group.index, window: plan.window, kind: .pushToStart))
             plan.fallbackSlot = slots.count
             slots.append(PushSlot(purpose: .fallback, group: plan.group.index, window: plan.window, kind: .device))
+            plan.androidSlot = slots.count
+            slots.append(PushSlot(purpose: .start, group: plan.group.index, window: plan.window, kind: .fcm))
             numbered.append(plan)
         }
         let updateSlots = event.groups.map { group -> Int in
             slots.append(PushSlot(purpose: .update, group: group.index, window: nil, kind: .pushToStart))
             return slots.count - 1
         }
+        let androidUpdateSlots = event.groups.map { group -> Int in
+            slots.append(PushSlot(purpose: .update, group: group.index, window: nil, kind: .fcm))
+            return slots.count - 1
+        }
         let log = try options.logPath.map { (path) throws(FanoutError) in try AuditLog(path: path) }
-        let sink = FanoutSink(slots: slots, windows: windows, groupTopics: event.groups.map(\.topic), log: log, gate: gate)
-        return (sink, numbered, updateSlots)
+        let sink = FanoutSink(slots: slots, windows: windows, groupTopics: event.groups.map(\.topic), log: log, gate: gate,
+                              eventStarted: eventStarted)
+        return (sink, numbered, updateSlots, androidUpdateSlots)
     }
 }

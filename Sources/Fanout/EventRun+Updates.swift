@@ -45,3 +45,47 @@ extension EventRun {
         pool.send(jobs, urgent: options.urgent)
     }
 }
+
+extension EventRun {
+    /// The update or end to every Android phone the start's rule selects: group by group in
+    /// priority order, the FCM tokens of its topic at its level, each phone once (its highest
+    /// group wins, as for starts). FCM has no channels and Android no update tokens, so this scan
+    /// is how an update reaches them. Levels a start pass of this run covers (an update that
+    /// widens the area) get that pass's start instead. Not checkpointed: a resumed update sends
+    /// again, which the app ignores (the same serial, and it drops what it is not showing).
+    func sendToAndroid(pushes: [EventPushes], starts: [StartPlan], slots: [Int], pool: ConnectionPool?, sink: FanoutSink) throws(FanoutError) {
+        guard let pool else { return }
+        var seen = Set<UInt64>()
+        var jobs: [PushJob] = []
+        var batch = TargetBatch()
+        let inFlightLimit = max(StartScanner.chunk, pool.handOut.limit)
+        func flush() {
+            guard !jobs.isEmpty else { return }
+            while !sink.waitForInFlight(below: inFlightLimit) {}
+            sink.willSend(jobs.count)
+            pool.send(jobs, urgent: options.urgent)
+            jobs.removeAll(keepingCapacity: true)
+        }
+        for group in event.groupsByPriority {
+            guard let push = pushes[group.index].androidUpdate else { continue }
+            // A start pass's floor: at or below it the start went out before (this update's), above it this run starts.
+            let floors = starts.filter { $0.group.index == group.index }.map { $0.floor.map(Int.init) ?? -1 }
+            let level = floors.min() ?? Int(group.level)
+            guard level >= 0 else { continue }
+            let scan = store.scanTopic(app: event.app.text, environment: event.environment, topic: group.topic, level: UInt8(level),
+                                       kind: .fcm, batch: StartScanner.scanBatch)
+            while try storeCall({ () throws(StoreError) in try scan.next(into: &batch) }) {
+                for index in 0..<batch.count where batch.kinds[index] == .fcm {
+                    guard let (token, hash) = batch.token(at: index).withUnsafeBytes({ raw in
+                        DeviceToken(raw).map { ($0, TokenTally.hash(kind: TokenKind.fcm.rawValue, token: raw)) }
+                    }) else { continue }
+                    if let shard = event.shard, !shard.contains(hash) { continue }
+                    guard seen.insert(hash).inserted else { continue }
+                    jobs.append(PushJob(token: token, group: push, id: PushSlot.jobID(slot: slots[group.index], sequence: 0)))
+                    if jobs.count >= StartScanner.chunk { flush() }
+                }
+            }
+        }
+        flush()
+    }
+}

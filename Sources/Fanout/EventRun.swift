@@ -28,6 +28,7 @@ final class EventRun {
     /// What the run opened itself (the daemon lends its own, kept between events).
     private var ownedChannels: ChannelClient?
     private var ownedPool: ConnectionPool?
+    private var ownedAndroidPool: ConnectionPool?
 
     init(_ event: FanoutEvent, store: TokenStore, options: FanoutOptions) {
         self.event = event
@@ -131,8 +132,21 @@ final class EventRun {
         return pool
     }
 
+    /// The shared FCM pool, or one of the run's own; nil without an Android lane.
+    func androidPool() throws(FanoutError) -> ConnectionPool? {
+        guard let lane = options.android else { return nil }
+        if let shared = lane.sharedPool { return shared }
+        let pool: ConnectionPool
+        do { pool = try ConnectionPool(configuration: lane.pool) } catch {
+            throw FanoutError(.unavailable, "cannot start the FCM connection pool: \(error)")
+        }
+        ownedAndroidPool = pool
+        return pool
+    }
+
     private func close() {
         ownedPool?.shutdown()
+        ownedAndroidPool?.shutdown()
         ownedChannels?.shutdown()
     }
 

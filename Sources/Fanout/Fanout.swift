@@ -30,6 +30,8 @@ public struct FanoutOptions: Sendable {
     /// Where start checkpoints go besides the store, and who may stop the run: a cluster node's
     /// shard worker (`CheckpointJournal`). Nil: the store alone, and nothing stops the run from outside.
     public var journal: (any CheckpointJournal)?
+    /// The app's Android phones (FCM); nil: the event reaches iOS phones only.
+    public var android: AndroidLane?
 
     public init(pool: PoolConfiguration, manage: ProviderEndpoint) {
         self.pool = pool

@@ -40,6 +40,29 @@ public struct FanoutReport: Sendable, Equatable {
     public var pruneWithheld = 0
     /// Why the event stopped early, if it did.
     public var stopped: String?
+    /// Android phones (FCM): what their messages became (also counted in the totals above), and
+    /// the phones not sent to — the app has no `android` member, or Android stopped
+    /// (`androidStopped`: FCM's circuit breaker, a refused service account) while iOS went on.
+    public var android = ProviderCounts()
+    public var androidSkipped = 0
+    public var androidStopped: String?
+
+    /// One provider's share of the report's outcomes.
+    public struct ProviderCounts: Sendable, Equatable {
+        public var targets = 0, delivered = 0, pruned = 0, failed = 0, unknown = 0, expired = 0
+        public init() {}
+
+        var members: [(String, Int)] {
+            [("targets", targets), ("delivered", delivered), ("pruned", pruned), ("failed", failed), ("unknown", unknown), ("expired", expired)]
+        }
+
+        func adding(_ other: ProviderCounts) -> ProviderCounts {
+            var sum = self
+            sum.targets += other.targets; sum.delivered += other.delivered; sum.pruned += other.pruned
+            sum.failed += other.failed; sum.unknown += other.unknown; sum.expired += other.expired
+            return sum
+        }
+    }
     /// Milliseconds from the start of the run to the first push handed to a connection, to the
     /// first answer, and to the last answer.
     public var firstPushMs: Double?
@@ -80,6 +103,9 @@ public struct FanoutReport: Sendable, Equatable {
         sum.tokensRemoved += earlier.tokensRemoved
         sum.seconds += earlier.seconds
         sum.runs += earlier.runs
+        sum.android = android.adding(earlier.android)
+        sum.androidSkipped += earlier.androidSkipped
+        sum.androidStopped = androidStopped ?? earlier.androidStopped
         return sum
     }
 
@@ -102,6 +128,11 @@ public struct FanoutReport: Sendable, Equatable {
         writer.key("seconds"); writer.double((seconds * 1000).rounded() / 1000)
         writer.key("pushesPerSecond"); writer.double(pushesPerSecond.rounded())
         writer.key("runs"); writer.int(runs)
+        writer.key("android"); writer.beginObject()
+        for (name, value) in android.members { writer.key(name); writer.int(value) }
+        writer.key("skipped"); writer.int(androidSkipped)
+        writer.key("stopped"); if let androidStopped { writer.string(androidStopped) } else { writer.null() }
+        writer.endObject()
         writer.endObject()
         return writer.bytes
     }
@@ -136,6 +167,13 @@ public struct FanoutReport: Sendable, Equatable {
         lastAnswerMs = value["lastAnswerMs"]?.doubleValue
         seconds = value["seconds"]?.doubleValue ?? 0
         runs = max(1, int("runs"))
+        if let member = value["android"] {
+            func count(_ key: String) -> Int { Int(member[key]?.int64Value ?? 0) }
+            android.targets = count("targets"); android.delivered = count("delivered"); android.pruned = count("pruned")
+            android.failed = count("failed"); android.unknown = count("unknown"); android.expired = count("expired")
+            androidSkipped = count("skipped")
+            androidStopped = member["stopped"]?.stringValue
+        }
     }
 
     /// The human-readable report, one fact per line.
@@ -154,6 +192,11 @@ public struct FanoutReport: Sendable, Equatable {
         if pruneWithheld > 0 { lines.append("withheld      \(pruneWithheld) bad-token answers not pruned (circuit breaker)") }
         func ms(_ value: Double?) -> String { value.map { "\(Int($0.rounded())) ms" } ?? "-" }
         lines.append("timing        first push \(ms(firstPushMs)), first answer \(ms(firstAnswerMs)), last answer \(ms(lastAnswerMs)); \(Int(pushesPerSecond.rounded())) pushes/s")
+        if android.targets + androidSkipped > 0 || androidStopped != nil {
+            lines.append("android       \(android.targets) targets: \(android.delivered) delivered, \(android.pruned) pruned, \(android.failed) failed, "
+                         + "\(android.unknown) unknown, \(android.expired) expired" + (androidSkipped > 0 ? "; \(androidSkipped) not sent to" : "")
+                         + (androidStopped.map { "; stopped: \($0)" } ?? ""))
+        }
         if let stopped { lines.append("stopped       \(stopped)") }
         return lines.joined(separator: "\n")
     }

@@ -22,13 +22,21 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
     /// Wake the producer when `inFlight` falls to this.
     private var wakeAt = 0
     private var prunes: [PruneCandidate] = []
-    /// `BadDeviceToken` / `DeviceTokenNotForTopic` answers, held until the breaker has judged their group.
+    /// `BadDeviceToken` / `DeviceTokenNotForTopic` (FCM: `SENDER_ID_MISMATCH`, a refused token)
+    /// answers, held until the breaker has judged their group, per breaker (`breaker(group:kind:)`).
     private var heldPrunes: [[PruneCandidate]]
-    /// Per group: answers and bad-token answers among its first `breakerSample` answers.
+    /// Per breaker — a group's APNs pushes and its FCM messages apart, since a wrong Firebase
+    /// project says nothing about APNs — answers and bad-token answers among its first
+    /// `breakerSample` answers.
     private var breakerAnswers: [Int]
     private var breakerBad: [Int]
-    /// Why the event must stop (the breaker tripped), if it must.
+    /// Why the event must stop (an APNs breaker tripped), if it must.
     private var tripped: StopReason?
+    /// Why Android stopped while the event goes on (an FCM breaker, the FCM pool halted).
+    private var androidTripped: StopReason?
+    /// When the event's first run began (ms): FCM's refusals carry no timestamp, so a token
+    /// registered again after this stays.
+    private let eventStarted: UInt64
     /// When the first push (or broadcast) was handed out, and the first and last answers.
     private var firstPush: MonotonicInstant?
     private var firstAnswer: MonotonicInstant?
@@ -60,17 +68,27 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
     static let breakerFraction = 0.05
     static let breakerMinimum = 10
 
-    init(slots: [PushSlot], windows: [ScanWindow], groupTopics: [String], log: AuditLog?, gate: HandOutGate) {
+    init(slots: [PushSlot], windows: [ScanWindow], groupTopics: [String], log: AuditLog?, gate: HandOutGate, eventStarted: UInt64) {
         self.slots = slots
+        self.eventStarted = eventStarted
         self.gate = gate
         nudgeEvery = max(1, gate.batch)
         self.windows = windows
         self.groupTopics = groupTopics
         self.log = log
-        heldPrunes = Array(repeating: [], count: groupTopics.count)
-        breakerAnswers = Array(repeating: 0, count: groupTopics.count)
-        breakerBad = Array(repeating: 0, count: groupTopics.count)
+        heldPrunes = Array(repeating: [], count: 2 * groupTopics.count)
+        breakerAnswers = Array(repeating: 0, count: 2 * groupTopics.count)
+        breakerBad = Array(repeating: 0, count: 2 * groupTopics.count)
     }
+
+    /// The report's `android.stopped`: FCM's wording for its breaker, the pool's message otherwise.
+    private static func androidText(_ reason: StopReason) -> String {
+        guard case let .circuitBreaker(group, bad, answers) = reason else { return reason.text }
+        return "FCM circuit breaker: \(bad) of the first \(answers) FCM answers for group '\(group)' were SENDER_ID_MISMATCH or an invalid registration token; that is a wrong Firebase project or mangled tokens, not dead phones, so Android stopped (iOS went on) and nothing was pruned"
+    }
+
+    /// A group's breaker for APNs pushes (even) or FCM messages (odd).
+    private static func breaker(_ slot: PushSlot) -> Int { 2 * slot.group + (slot.kind == .fcm ? 1 : 0) }
 
     // MARK: Answers (the pool's loop threads)
 
@@ -118,46 +136,58 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
         // The pool says which refusals prune only once the breaker judged the group (APNs'
         // BadDeviceToken / DeviceTokenNotForTopic, FCM's SENDER_ID_MISMATCH or a refused token).
         let isBad = push.prunesBehindBreaker
-        if breakerAnswers[slot.group] < Self.breakerSample {
-            breakerAnswers[slot.group] += 1
-            if isBad { breakerBad[slot.group] += 1 }
-            judge(group: slot.group, final: false)
+        let breaker = Self.breaker(slot)
+        if breakerAnswers[breaker] < Self.breakerSample {
+            breakerAnswers[breaker] += 1
+            if isBad { breakerBad[breaker] += 1 }
+            judge(breaker: breaker, final: false)
         }
+        let fcm = slot.kind == .fcm
         switch push.outcome {
         case .delivered, .deliveredAfterRetry:
             report.delivered += 1
+            if fcm { report.android.delivered += 1 }
         case .tokenDead:
             let reason = push.refusalName ?? "Unregistered"
             report.pruned[reason, default: 0] += 1
+            if fcm { report.android.pruned += 1 }
             let token = push.token.withBytes { Array($0) }
+            // A 410 carries the moment APNs learnt the token was dead, and FCM's errors carry none,
+            // so for them the event's start stands in: a phone that registered again since keeps
+            // its token (the store compares). An APNs bad-token refusal prunes regardless.
+            let before = fcm ? eventStarted : push.timestamp.map { UInt64(max(0, $0)) }
             if isBad {
-                heldPrunes[slot.group].append(PruneCandidate(kind: slot.kind, token: token, registeredBefore: nil, reason: reason))
+                heldPrunes[breaker].append(PruneCandidate(kind: slot.kind, token: token, registeredBefore: fcm ? before : nil, reason: reason,
+                                                          behindBreaker: true))
             } else {
-                // A 410 carries the moment APNs learnt the token was dead: a phone that registered
-                // again since keeps its token (the store compares).
-                let before = push.timestamp.map { UInt64(max(0, $0)) }
                 prunes.append(PruneCandidate(kind: slot.kind, token: token, registeredBefore: before, reason: reason))
             }
         case .unknown:
             report.unknown += 1
+            if fcm { report.android.unknown += 1 }
         case .expired:
             report.expired += 1
+            if fcm { report.android.expired += 1 }
         case .failedAfterRetry, .requestBug, .authOrConnectionFailure:
             report.failed[push.refusalName ?? (push.status == 0 ? "connection" : "HTTP \(push.status)"), default: 0] += 1
+            if fcm { report.android.failed += 1 }
         }
     }
 
-    /// Trips the breaker for `group` when its sample says wrong environment or topic; releases its
-    /// held prunes when the sample is complete (or the group ended, `final`) and clean. Under the lock.
-    private func judge(group: Int, final: Bool) {
-        let bad = breakerBad[group], seen = breakerAnswers[group]
+    /// Trips `breaker` when its sample says wrong environment, topic or project; releases its
+    /// held prunes when the sample is complete (or the group ended, `final`) and clean. An APNs
+    /// breaker stops the event; an FCM one stops Android alone. Under the lock.
+    private func judge(breaker: Int, final: Bool) {
+        let bad = breakerBad[breaker], seen = breakerAnswers[breaker]
         let suspicious = bad >= Self.breakerMinimum && Double(bad) > Self.breakerFraction * Double(max(seen, final ? seen : Self.breakerSample))
-        if suspicious && tripped == nil {
-            tripped = .circuitBreaker(group: groupTopics[group], bad: bad, answers: seen)
+        let android = breaker % 2 == 1
+        if suspicious {
+            let reason = StopReason.circuitBreaker(group: groupTopics[breaker / 2], bad: bad, answers: seen)
+            if android { androidTripped = androidTripped ?? reason } else { tripped = tripped ?? reason }
         }
-        guard tripped == nil, seen >= Self.breakerSample || final else { return }
-        prunes.append(contentsOf: heldPrunes[group])
-        heldPrunes[group].removeAll()
+        guard !suspicious, (android ? androidTripped : tripped) == nil, seen >= Self.breakerSample || final else { return }
+        prunes.append(contentsOf: heldPrunes[breaker])
+        heldPrunes[breaker].removeAll()
     }
 
     // MARK: The producer's side (the run's thread)
@@ -170,6 +200,14 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
     /// Why the breaker stopped the event, if it did.
     func breakerTrip() -> StopReason? {
         lock.withLock { tripped }
+    }
+
+    /// Why Android stopped while the event goes on, if it did.
+    var androidStopped: StopReason? { lock.withLock { androidTripped } }
+
+    /// Android stops (its pool halted: a refused service account): no more FCM messages this event.
+    func stopAndroid(_ reason: StopReason) {
+        lock.withLock { androidTripped = androidTripped ?? reason }
     }
 
     /// Counts pushes the producer hands to the pool.
@@ -210,6 +248,7 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
             report.duplicatesAvoided += counts.duplicatesAvoided
             report.skippedByBudget += counts.skippedByBudget
             report.expired += counts.expired
+            report.androidSkipped += counts.androidSkipped
         }
     }
 
@@ -230,6 +269,17 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
             wakeAt = max(0, inFlight - 1)
             lock.wait(until: MonotonicInstant.now() + .milliseconds(200))
             return .waited(answersSinceCheckpoint: windows[window].answersSinceCheckpoint, tripped: tripped)
+        }
+    }
+
+    /// Waits (at most 200 ms) until fewer than `limit` pushes are in flight; returns whether they
+    /// are. Pushes no window tracks (Android updates) use it to keep the pool's queue bounded.
+    func waitForInFlight(below limit: Int) -> Bool {
+        lock.withLock {
+            guard inFlight >= limit else { return true }
+            wakeAt = max(0, limit - 1)
+            lock.wait(until: MonotonicInstant.now() + .milliseconds(200))
+            return inFlight < limit
         }
     }
 
@@ -324,12 +374,16 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
     /// the breaker's reason and the event's retries and latencies.
     func finishBreaker() -> (tripped: StopReason?, retries: Int, latency: LatencyHistogram) {
         let result = lock.withLock { () -> (tripped: StopReason?, retries: Int, latency: LatencyHistogram) in
-            for group in breakerAnswers.indices { judge(group: group, final: true) }
-            if tripped != nil {
-                report.pruneWithheld = heldPrunes.reduce(0) { $0 + $1.count } + prunes.filter { $0.registeredBefore == nil }.count
-                prunes.removeAll { $0.registeredBefore == nil }
-                heldPrunes = heldPrunes.map { _ in [] }
+            for breaker in breakerAnswers.indices { judge(breaker: breaker, final: true) }
+            // A tripped breaker withholds every bad-token prune of its provider, also those of
+            // groups judged clean: the sender, not the phones, was wrong.
+            for (android, stop) in [(false, tripped), (true, androidTripped)] where stop != nil {
+                let ofLane = { (prune: PruneCandidate) in prune.behindBreaker && (prune.kind == .fcm) == android }
+                report.pruneWithheld += heldPrunes.reduce(0) { $0 + $1.filter(ofLane).count } + prunes.filter(ofLane).count
+                prunes.removeAll(where: ofLane)
+                heldPrunes = heldPrunes.map { $0.filter { !ofLane($0) } }
             }
+            report.androidStopped = androidTripped.map(Self.androidText)
             return (tripped, retries, latency)
         }
         log?.flush()

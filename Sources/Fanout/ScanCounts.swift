@@ -8,4 +8,7 @@ struct ScanCounts {
     var resentAfterUnknown = 0
     /// Sent again because the earlier run held them off the wire for a back-off resend.
     var resentAfterBackOff = 0
+    /// Android phones not sent to: no Android lane for the app, or Android stopped (its breaker,
+    /// its halted pool).
+    var androidSkipped = 0
 }

@@ -22,6 +22,8 @@ struct StartPlan {
     var window = 0
     var startSlot = 0
     var fallbackSlot = 0
+    /// The slot of its Android starts (FCM messages; tracked by the same window).
+    var androidSlot = 0
 }
 
 extension StartPlan {

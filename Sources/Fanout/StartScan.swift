@@ -19,6 +19,10 @@ final class StartScanner {
     let event: FanoutEvent
     let store: TokenStore
     let pool: ConnectionPool
+    /// The FCM pool Android starts go to (nil: no Android lane, Android phones are counted as
+    /// skipped), and the sink slots whose jobs are FCM messages.
+    let android: ConnectionPool?
+    let androidSlots: Set<Int>
     let sink: FanoutSink
     let pushes: [EventPushes]
     /// The plans this scanner runs, to name a window's topic and levels.
@@ -49,12 +53,14 @@ final class StartScanner {
     /// Answers after which a wait for room checkpoints (besides every second).
     static let checkpointAnswers = 1000
 
-    init(event: FanoutEvent, store: TokenStore, pool: ConnectionPool, sink: FanoutSink, pushes: [EventPushes], plans: [StartPlan],
-         tally: TokenTally, startLimit: Int?, gate: HandOutGate, deadline: MonotonicInstant, urgent: Bool,
+    init(event: FanoutEvent, store: TokenStore, pool: ConnectionPool, android: ConnectionPool?, sink: FanoutSink, pushes: [EventPushes],
+         plans: [StartPlan], tally: TokenTally, startLimit: Int?, gate: HandOutGate, deadline: MonotonicInstant, urgent: Bool,
          checkpoints: StartCheckpoints, tick: @escaping () -> Void) {
         self.event = event
         self.store = store
         self.pool = pool
+        self.android = android
+        androidSlots = Set(plans.map(\.androidSlot))
         self.sink = sink
         self.pushes = pushes
         self.plans = plans
@@ -98,6 +104,8 @@ final class StartScanner {
             let more: Bool
             do { more = try scan.next(into: &batch) } catch { throw FanoutError(.store, error.description) }
             guard more else { break }
+            // Android's own stop (its breaker, its halted pool) ends its starts, not the event's.
+            let androidStopped = android == nil || sink.androidStopped != nil
             for index in 0..<batch.count {
                 if stopped != nil { return }
                 let minLevel = batch.minLevels[index]
@@ -115,6 +123,15 @@ final class StartScanner {
                 if kind == .pushToStart {
                     group = broadcast ? groupPushes.startBroadcastCapable : groupPushes.startPlain
                     slot = plan.startSlot
+                } else if kind == .fcm {
+                    // An Android phone: its Live Update start through FCM. Without a lane (no
+                    // `android` member for the app) or once Android stopped, counted, not sent.
+                    guard !androidStopped, let start = groupPushes.androidStart else {
+                        if !tally.isHandled(hash) { tally.markHandled(hash); counts.androidSkipped += 1 }
+                        continue
+                    }
+                    group = start
+                    slot = plan.androidSlot
                 } else {
                     // Alerts go only to installations without a push-to-start token: the others
                     // get (or got) the Live Activity itself.
@@ -156,7 +173,8 @@ final class StartScanner {
                     continue
                 }
                 tally.markHandled(hash)
-                if kind == .pushToStart, let limit = startLimit, tally.recentStarts(hash) >= limit {
+                // The start budget counts Android starts too: a Live Update is as loud as an activity.
+                if kind != .device, let limit = startLimit, tally.recentStarts(hash) >= limit {
                     counts.skippedByBudget += 1
                     entry.answered = true
                     try add(ChunkTarget(entry: entry, group: nil, slot: slot), window: plan.window)
@@ -231,11 +249,28 @@ final class StartScanner {
         try write(progress)
         if !jobs.isEmpty {
             sentAny = true
-            pool.send(jobs, urgent: urgent)
+            send(jobs)
         }
         if let halt = pool.haltMessage { stopped = .poolHalted(halt) }
+        if let halt = android?.haltMessage { sink.stopAndroid(.poolHalted(halt)) }
         if let reason = sink.breakerTrip() { stopped = reason }
         if MonotonicInstant.now() - lastCheckpoint >= .seconds(1) { tick(); lastCheckpoint = MonotonicInstant.now() }
+    }
+
+    /// Hands a chunk's jobs to their pools: FCM messages to the Android pool, the rest to APNs'.
+    /// Both report to the same sink and count against the APNs pool's gate, so the bound on
+    /// what a crash leaves unknown covers both providers together.
+    private func send(_ jobs: [PushJob]) {
+        guard let android, jobs.contains(where: { androidSlots.contains(Int($0.id >> PushSlot.sequenceBits)) }) else {
+            pool.send(jobs, urgent: urgent)
+            return
+        }
+        var apns: [PushJob] = [], fcm: [PushJob] = []
+        for job in jobs {
+            if androidSlots.contains(Int(job.id >> PushSlot.sequenceBits)) { fcm.append(job) } else { apns.append(job) }
+        }
+        if !apns.isEmpty { pool.send(apns, urgent: urgent) }
+        android.send(fcm, urgent: urgent)
     }
 
     /// Writes the checkpoints of every window with answers not yet on record (and `including`'s),

@@ -2,6 +2,7 @@ import Cluster
 import DaemonConfiguration
 import APNs
 import Crypto
+import FCM
 import Fanout
 import Sender
 import Synchronization
@@ -16,6 +17,9 @@ package final class AppRuntime: Sendable {
     /// Channel management on the channel host, on one kept connection (the API's `/v1/channels`,
     /// the credential check, every `"channel":"auto"` event of this app).
     package let channels: ChannelClient
+    /// The app's Android side: its warm FCM pool and the service account's access tokens; nil
+    /// without an `android` member.
+    package let android: AndroidRuntime?
     /// The last credential check's result; nil before the first.
     package let credentialCheck = Mutex<CredentialCheck?>(nil)
     /// The public half of the key the pool signs with: a reload that names another file holding
@@ -61,6 +65,14 @@ package final class AppRuntime: Sendable {
         channels = ChannelClient(bundle: app.bundleID, manage: options.manage, tokens: tokens, timeout: .seconds(30),
                                  keepalive: configuration.keepalive)
         options.channels = channels
+        do throws(ServiceError) {
+            android = try app.android.map { (android) throws(ServiceError) in try AndroidRuntime(android, keepalive: configuration.keepalive) }
+        } catch {
+            self.pool.shutdown()
+            channels.shutdown()
+            throw ServiceError("apps \(app.bundleID.text) (\(app.environment.rawValue)): android: \(error.message)")
+        }
+        if let android { options.android = AndroidLane(pool: android.configuration, sharedPool: android.pool) }
         self.options = Mutex(options)
     }
 
@@ -78,6 +90,10 @@ package final class AppRuntime: Sendable {
         mine.keyFile = ""; theirs.keyFile = ""
         guard mine == theirs, keepalive == configuration.keepalive else { return false }
         guard let key = try? SigningKey(contentsOf: other.keyFile) else { return false }
+        // The service account is read again: a rewritten file (a rotated key) takes new connections.
+        if let android, let theirs = other.android, (try? ConfigurationCheck.serviceAccount(theirs.serviceAccountFile, field: "")) != android.account {
+            return false
+        }
         return key.publicKeyDER == publicKey
     }
 
@@ -92,5 +108,6 @@ package final class AppRuntime: Sendable {
     package func shutdown() {
         channels.shutdown()
         pool.shutdown()
+        android?.pool.shutdown()
     }
 }

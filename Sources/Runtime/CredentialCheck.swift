@@ -2,6 +2,7 @@ import Cluster
 import DaemonConfiguration
 import Fanout
 import IO
+import Sender
 import TokenStore
 import Vocabulary
 
@@ -9,7 +10,8 @@ import Vocabulary
 /// earthquake: a revoked key, a team's lapsed membership or a switched-off broadcast capability
 /// show as a refused channel listing long before the first warning needs them. Listing the app's
 /// channels (`GET …/all-channels` on the channel host) needs a valid provider token and the
-/// broadcast capability, and sends nothing to any phone.
+/// broadcast capability, and sends nothing to any phone. An app with an Android side also
+/// exchanges its service account for an access token.
 package struct CredentialCheck: Sendable {
     package var ok: Bool
     /// Wall-clock seconds since 1970 when the answer came.
@@ -18,12 +20,20 @@ package struct CredentialCheck: Sendable {
     package var message: String?
 
     package static func run(_ runtime: AppRuntime) -> CredentialCheck {
-        let result: CredentialCheck
+        var result: CredentialCheck
         do {
             _ = try runtime.channels.list()
             result = CredentialCheck(ok: true, checkedAt: now(), message: nil)
         } catch {
             result = CredentialCheck(ok: false, checkedAt: now(), message: error.message)
+        }
+        // The Android side: a token exchange with the service account (a revoked key, a deleted
+        // account or a disabled FCM API answers there), sending nothing to any phone.
+        if let android = runtime.android {
+            do throws(FCMAuthError) { try android.tokens.fetchNow() } catch {
+                let message = "FCM service account \(android.account.clientEmail): \(error)"
+                result = CredentialCheck(ok: false, checkedAt: now(), message: result.message.map { $0 + "; " + message } ?? message)
+            }
         }
         runtime.credentialCheck.withLock { $0 = result }
         return result
