@@ -37,6 +37,8 @@ package final class AndroidRuntime: Sendable {
         var pool = PoolConfiguration(host: host.host, port: host.port, tls: tls)
         pool.provider = .fcm(tokens)
         pool.connections = android.connections
+        // Per node: a cluster's nodes each send up to this, so give each its share of the quota.
+        pool.messagesPerMinute = android.messagesPerMinute
         pool.keepWarm = true
         pool.keepalive = keepalive
         // As APNs': an unreachable FCM at boot is retried with back-off, never a permanent halt.

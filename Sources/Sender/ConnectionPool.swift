@@ -30,7 +30,7 @@ public final class ConnectionPool: Sendable {
     /// Throws when the loops cannot get their descriptors (the process is out of them): the caller
     /// refuses what needed the pool, the daemon goes on.
     public init(configuration: PoolConfiguration, sink: PushOutcomeSink? = nil) throws(TransportError) {
-        state = PoolState(connections: configuration.connections)
+        state = PoolState(connections: configuration.connections, messagesPerMinute: configuration.messagesPerMinute)
         handOut = HandOutGate(connections: configuration.connections, streamsPerConnection: configuration.streamsPerConnection)
         let threadCount = max(1, min(configuration.threads, configuration.connections))
         var loops: [EventLoop] = []

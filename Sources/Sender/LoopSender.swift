@@ -204,6 +204,8 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         if let earliest = ready.earliestDeadline { next = min(next, MonotonicInstant(nanoseconds: earliest)) }
         // Paused (FCM's quota): the connections hold back until the pause ends, then send.
         if !ready.isEmpty, let end = pool.pauseEnd { next = min(next, end) }
+        // Held by the messages-a-minute limit: wake when the next message may go.
+        if !ready.isEmpty, let limiter = pool.rateLimiter, let at = limiter.nextAvailable(now: MonotonicInstant.now()) { next = min(next, at) }
         if (!idle || warm) && !pool.halted.load(ordering: .relaxed) && !closing {
             for slot in slots where !slot.replaced && (slot.connection.state == .idle || slot.connection.state == .closed) {
                 next = min(next, slot.reconnectAt)
@@ -228,6 +230,12 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         if connection.isPingOutstanding { budget = 0 }
         guard budget > 0, pool.pauseEnd == nil, presentProviderToken(on: slot) else { return }
         let now = MonotonicInstant.now()
+        if let limiter = pool.rateLimiter {
+            budget = limiter.take(upTo: min(budget, ready.count), now: now)
+            guard budget > 0 else { armWakeTimer(); return }
+        }
+        // What the limit granted and the queue did not use goes back to it.
+        defer { pool.rateLimiter?.giveBack(budget) }
         while budget > 0, let popped = ready.popFront() {
             var job = popped
             if let expiry = job.group.deadline, expiry <= now {

@@ -54,6 +54,9 @@ public struct PoolConfiguration: Sendable {
     /// Whether outcomes carry each response's `apns-id` and `apns-unique-id` (a delivery audit log
     /// wants them; they cost two strings per push, so they are off unless asked for).
     public var keepsResponseIDs = false
+    /// Requests a minute the pool writes, every loop together, retries and errors included (an
+    /// FCM project's quota); nil: no limit (APNs has none, and `bench` measures without one).
+    public var messagesPerMinute: Int?
 
     public init(endpoint: ProviderEndpoint) { self.endpoint = endpoint }
 

@@ -11,7 +11,13 @@ final class PoolState: Sendable {
     private let unreachable = Atomic<Int>(0)
     private let everOpened = Atomic<Bool>(false)
 
-    init(connections: Int) { connectionCount = max(1, connections) }
+    /// The pool's messages-a-minute bucket (`PoolConfiguration.messagesPerMinute`); nil: no limit.
+    let rateLimiter: MessageRateLimiter?
+
+    init(connections: Int, messagesPerMinute: Int? = nil) {
+        connectionCount = max(1, connections)
+        rateLimiter = messagesPerMinute.map(MessageRateLimiter.init(messagesPerMinute:))
+    }
 
     // MARK: The control plane: threads outside the loops wait here, the loops announce changes.
 
