@@ -82,7 +82,7 @@ let package = Package(
         .executableTarget(name: "sokuho", dependencies: ["SokuhoCLI"]),
 
         .testTarget(name: "CLibraryTests", dependencies: ["CMbedTLS", "CNghttp2", "CLMDB", "Crypto", "HTTP2", "TokenStore"]),
-        .testTarget(name: "SokuhoCLITests", dependencies: ["SokuhoCLI", "Daemon", "DaemonConfiguration", "Runtime", "APNs", "Crypto", "Vocabulary"]),
+        .testTarget(name: "SokuhoCLITests", dependencies: ["SokuhoCLI", "Daemon", "DaemonConfiguration", "Runtime", "APNs", "Crypto", "FCM", "Vocabulary"]),
         // A raw HTTP/2 client (no retries, no APNs rules) for the transport and simulator tests.
         .target(name: "HTTP2TestSupport", dependencies: ["HTTP2", "IO"], path: "Tests/HTTP2TestSupport"),
         .testTarget(name: "HTTP2Tests", dependencies: ["IO", "HTTP2", "HTTP2TestSupport", "Crypto", "CNghttp2", "Vocabulary"]),

@@ -152,6 +152,18 @@ struct FCMRun {
         #expect(run.simulator.fcmAccepted == 3_000 && run.simulator.fcmAcceptedPerToken.values.allSatisfy { $0 == 1 })
     }
 
+    @Test("a messages-a-minute limit holds the pool to it: 40 messages at 600 a minute take at least 3 s, every one delivered once")
+    func theMessagesAMinuteLimitHoldsThePoolToIt() throws {
+        // The bucket holds one second's 10 messages; the other 30 come at 10 a second. A lower
+        // bound only: a loaded machine is slower, never faster.
+        let started = MonotonicInstant.now()
+        let run = try FCMRun.run(pushes: 40, configurePool: { $0.messagesPerMinute = 600 })
+        let elapsed = MonotonicInstant.now() - started
+        run.expectOneOutcomePerPush(40)
+        #expect(run.delivered == 40 && run.simulator.fcmAccepted == 40)
+        #expect(elapsed >= .milliseconds(2_900), "\(elapsed): the limit let messages through faster than 10 a second")
+    }
+
     @Test("a 429 QUOTA_EXCEEDED pauses the whole pool until Retry-After, then every push is delivered")
     func aQuotaAnswerPausesThePool() throws {
         let run = try FCMRun.run(pushes: 600) { configuration in
