@@ -27,7 +27,7 @@ extension Installation {
         let wanted = Platform(kind: kind)
         guard let platform, platform != wanted else { return }
         let held = platform.kinds.filter { token($0) != nil }.map(\.name).joined(separator: " and ")
-        throw StoreError.invalid("installation '\(id)' is an \(platform.displayName) installation (it holds a \(held) token); "
-            + "a \(kind.name) token belongs to an \(wanted.displayName) installation: register that phone under its own installationId")
+        throw StoreError.invalid("installation '\(id)' is an \(platform.displayName) installation (its tokens: \(held)); "
+            + "\(kind.name) tokens belong to \(wanted.displayName) installations: register that phone under its own installationId")
     }
 }
