@@ -26,7 +26,7 @@ enum TokensImportCommand {
         Each line is one object, a token line:
           {"installationId":"…","app":"com.example.eew","environment":"sandbox","kind":"pushToStart",
            "token":"<hex>","registeredAt":1717000000000,"broadcast":true,"topics":[{"name":"region:301","minLevel":3}]}
-        kind is pushToStart or device; minLevel (0-255) is optional, default 0. registeredAt (optional)
+        kind is pushToStart, device or fcm; minLevel (0-255) is optional, default 0. registeredAt (optional)
         is when the phone registered the token, in ms since 1970 (at most a day ahead of now); it is
         kept exactly, and a line without it keeps the time of a token already stored (a new token
         gets the import's time), so a re-sync does not stop 410 pruning. broadcast (optional, true or
@@ -34,6 +34,12 @@ enum TokensImportCommand {
         channel; without it the installation keeps what the store knows (false when new). A line sets
         that token of the installation (a new token replaces the old one everywhere) and replaces that
         token's topics; the installation's token of the other kind keeps its own.
+        An Android installation's line has kind fcm and its FCM registration token as written (1 to
+        255 characters of A-Z a-z 0-9 _ : -, not hex), no broadcast:
+          {"installationId":"…","app":"com.example.eew","environment":"sandbox","kind":"fcm",
+           "token":"dGVzdA:APA91b…","topics":[{"name":"region:301","minLevel":3}]}
+        An installation is iOS (pushToStart, device) or Android (fcm), never both: a line of the other
+        platform than the installation's stored tokens fails the import, naming the installation.
         Or an activity line, an iOS 17 Live Activity's update token (as 'sokuho activities register'):
           {"activityId":"…","app":"com.example.eew","environment":"sandbox","eventKey":"eew-…",
            "token":"<hex>","startedAt":1717000000000}

@@ -19,7 +19,7 @@ enum TokensTargetsCommand {
             OptionSpec("--topic", value: "NAME", help: "the topic, e.g. region:301"),
             OptionSpec("--level", value: "L", help: "the event's level 0-255: tokens with minLevel ≤ L (default 255)"),
             OptionSpec("--batch", value: "N", help: "targets per read batch (default 4096)"),
-            OptionSpec("--json", help: "print {\"targets\":…,\"pushToStart\":…,\"device\":…,\"seconds\":…}"),
+            OptionSpec("--json", help: "print {\"targets\":…,\"pushToStart\":…,\"device\":…,\"seconds\":…,\"fcm\":…}"),
         ],
         run: { invocation throws(CLIError) in
             let app = try invocation.required("--app")
@@ -41,6 +41,7 @@ enum TokensTargetsCommand {
             let total = counts.values.reduce(0, +)
             let pushToStart = counts[.pushToStart] ?? 0
             let device = counts[.device] ?? 0
+            let fcm = counts[.fcm] ?? 0
             if invocation.flag("--json") {
                 var writer = JSONWriter()
                 writer.beginObject()
@@ -48,11 +49,13 @@ enum TokensTargetsCommand {
                 writer.key("pushToStart"); writer.int(pushToStart)
                 writer.key("device"); writer.int(device)
                 writer.key("seconds"); writer.double((seconds * 1000).rounded() / 1000)
+                // Added last, so the members that were there keep their place.
+                writer.key("fcm"); writer.int(fcm)
                 writer.endObject()
                 invocation.console.print(writer.string)
             } else {
                 let milliseconds = Int((seconds * 1000).rounded())
-                invocation.console.print("\(topic) level \(level): \(total) targets (\(pushToStart) pushToStart, \(device) device) streamed in \(milliseconds) ms")
+                invocation.console.print("\(topic) level \(level): \(total) targets (\(pushToStart) pushToStart, \(device) device\(fcm > 0 ? ", \(fcm) fcm" : "")) streamed in \(milliseconds) ms")
             }
             return .success
         })

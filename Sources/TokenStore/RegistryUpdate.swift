@@ -148,6 +148,7 @@ struct RegistryUpdate: ~Copyable {
         var old: Installation?
         if let existing = try txn.insert(databases.installations, idKey, new.encoded) {
             let previous = try Installation(id: registration.installationID, decoding: existing)
+            try previous.checkPlatform(accepting: registration.kind)
             old = previous
             new = previous
             new.app = registration.app

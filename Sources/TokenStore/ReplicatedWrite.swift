@@ -15,7 +15,12 @@ import APNs
 public enum ReplicatedWrite {
     /// Bumped when the layout changes; a node refuses (and counts) entries of another version
     /// rather than guessing, so nodes are upgraded together.
-    public static let version: UInt8 = 1
+    public static let version: UInt8 = 2
+    /// Entries without an Android (FCM) token are still written in version 1, whose layout is
+    /// the same: a node from before Android support takes them during a rolling upgrade, and
+    /// refuses an entry with an FCM token by its version ("run the same Sokuho version on every
+    /// node") rather than half-applying the batch or reading kind 3 as garbage.
+    static let versionWithoutFCM: UInt8 = 1
 
     enum Tag: UInt8 {
         case register = 1, removeToken, removeInstallation, putActivity, removeActivity, putChannel, removeChannel,
@@ -26,12 +31,14 @@ public enum ReplicatedWrite {
     public static func encode(_ operations: some Sequence<WriteOperation>) -> [UInt8] {
         var body = RecordWriter(capacity: 256)
         var count = 0
+        var carriesFCM = false
         for operation in operations where operation.isReplicated {
             encode(operation, into: &body)
             count += 1
+            carriesFCM = carriesFCM || operation.tokenKind == .fcm
         }
         var writer = RecordWriter(capacity: body.bytes.count + 8)
-        writer.uint8(version)
+        writer.uint8(carriesFCM ? version : versionWithoutFCM)
         writer.length(count)
         writer.bytes.append(contentsOf: body.bytes)
         return writer.bytes
@@ -49,8 +56,8 @@ public enum ReplicatedWrite {
         var reader = RecordReader(buffer, what: "replicated write")
         do throws(StoreError) {
             let found = try reader.uint8()
-            guard found == version else {
-                throw StoreError.invalid("replicated write: version \(found), this Sokuho reads version \(version); run the same Sokuho version on every node")
+            guard found == version || found == versionWithoutFCM else {
+                throw StoreError.invalid("replicated write: version \(found), this Sokuho reads versions \(versionWithoutFCM) and \(version); run the same Sokuho version on every node")
             }
             // Each operation takes at least two bytes: a count above that is a lie, not an allocation to make.
             let count = try reader.length()
@@ -155,10 +162,19 @@ public enum ReplicatedWrite {
         }
     }
 
+    /// A token kind byte. One this build does not know was written by a newer node (kinds are
+    /// only ever added: 3, Android's FCM tokens, came with store schema 6): the message says
+    /// which node has to move, as the version check does.
     private static func kind(_ reader: inout RecordReader) throws(StoreError) -> TokenKind {
         let byte = try reader.uint8()
-        guard let kind = TokenKind(rawValue: byte) else { throw StoreError.invalid("replicated write: unknown token kind \(byte)") }
+        guard let kind = TokenKind(rawValue: byte) else { throw unknownKind(byte) }
         return kind
+    }
+
+    static func unknownKind(_ byte: UInt8) -> StoreError {
+        let known = TokenKind.allCases.map { "\($0.rawValue) \($0.name)" }.joined(separator: ", ")
+        return StoreError.invalid("replicated write: token kind \(byte) is unknown to this Sokuho (it knows \(known), 3 being Android's FCM tokens); "
+            + "a node running a newer Sokuho wrote it: upgrade this node to the version the other nodes run")
     }
 
     /// A record embedded in its stored layout, decoded by that record's own decoder. The record
@@ -247,6 +263,15 @@ public enum ReplicatedWrite {
 }
 
 extension WriteOperation {
+    /// The token kind the operation registers or removes, if any.
+    var tokenKind: TokenKind? {
+        switch self {
+        case let .register(registration, _): registration.kind
+        case let .removeToken(_, _, kind, _, _): kind
+        default: nil
+        }
+    }
+
     /// Whether the operation goes to the other nodes of a cluster (see `ReplicatedWrite`). Event
     /// records only when they are a cluster shard's: an event a node ran alone (Redis was down) is
     /// that node's — another node finding its serial `sending` after a restart would run it again.

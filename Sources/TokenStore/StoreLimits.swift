@@ -1,3 +1,4 @@
+import APNs
 import Vocabulary
 
 /// Bounds on stored names and tokens, checked before anything is written. They keep every key
@@ -26,7 +27,18 @@ public enum StoreLimits {
         }
     }
 
-    /// A stored token: `DeviceToken.storedAPNsByteCount`, written there with every other token bound.
+    /// A stored token of `kind`: an APNs token `DeviceToken.storedAPNsByteCount` bytes, an FCM
+    /// token's text `DeviceToken.isFCMRegistrationToken` (bounds written there with every other).
+    public static func checkToken(_ token: [UInt8], kind: TokenKind, field: String = "token") throws(StoreError) {
+        guard kind == .fcm else { return try checkToken(token, field: field) }
+        guard !DeviceToken.isFCMRegistrationToken(String(decoding: token, as: UTF8.self)) else { return }
+        throw StoreError.invalid("\(field) is not an FCM registration token (\(token.count) bytes); one is \(fcmTokenRule)")
+    }
+
+    /// What an FCM registration token is, for messages that refuse one.
+    public static let fcmTokenRule = "\(DeviceToken.fcmByteCount.lowerBound) to \(DeviceToken.fcmByteCount.upperBound) characters of A-Z, a-z, 0-9, '_', ':' and '-'"
+
+    /// A stored APNs token: `DeviceToken.storedAPNsByteCount`, written there with every other token bound.
     public static func checkToken(_ token: [UInt8], field: String = "token") throws(StoreError) {
         let tokenBytes = DeviceToken.storedAPNsByteCount
         guard tokenBytes.contains(token.count) else {

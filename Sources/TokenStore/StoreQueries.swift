@@ -214,14 +214,28 @@ extension TokenStore {
 public struct RegistrationTimes: Sendable, Equatable {
     public var pushToStart: UInt64?
     public var device: UInt64?
+    public var fcm: UInt64?
 
-    public init(pushToStart: UInt64? = nil, device: UInt64? = nil) {
+    public init(pushToStart: UInt64? = nil, device: UInt64? = nil, fcm: UInt64? = nil) {
         self.pushToStart = pushToStart
         self.device = device
+        self.fcm = fcm
     }
 
     public subscript(kind: TokenKind) -> UInt64? {
-        get { kind == .pushToStart ? pushToStart : device }
-        set { if kind == .pushToStart { pushToStart = newValue } else { device = newValue } }
+        get {
+            switch kind {
+            case .pushToStart: pushToStart
+            case .device: device
+            case .fcm: fcm
+            }
+        }
+        set {
+            switch kind {
+            case .pushToStart: pushToStart = newValue
+            case .device: device = newValue
+            case .fcm: fcm = newValue
+            }
+        }
     }
 }

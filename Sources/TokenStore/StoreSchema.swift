@@ -20,7 +20,7 @@ struct StoreDatabases: Sendable {
 /// older store up to `currentVersion`. The version and a format marker live in `meta`, so a store
 /// from a newer Sokuho and an unrelated LMDB file are both refused with a clear message.
 enum StoreSchema {
-    static let currentVersion: UInt32 = 5
+    static let currentVersion: UInt32 = 6
     static let formatMarker = Array("sokuho-token-store".utf8)
     static let versionKey = Array("schema-version".utf8)
     static let formatKey = Array("format".utf8)
@@ -108,6 +108,13 @@ enum StoreSchema {
                 for (key, value) in rewritten { try txn.put(dbi, key, value, flags: MDB_APPEND) }
             }
         },
+        // Android installations: token kind 3 (`TokenKind.fcm`) in token keys and topic entries,
+        // installation layout 5. Every schema 5 record and entry reads as it is (layouts 1 to 4
+        // as holding no FCM token), so nothing is rewritten: the version is the point. A Sokuho
+        // of schema 5 would read an FCM entry as corrupt ("unknown token kind") or, worse, the
+        // FCM fields of a layout-5 record as trailing bytes; at version 6 it refuses the store
+        // whole with its "newer schema, upgrade Sokuho" message before reading anything.
+        Migration(from: 5, summary: "Android (FCM) installations: token kind 3") { _ throws(StoreError) in },
     ]
 
     /// Every entry of `dbi` rewritten by `body`, sorted by new key (LMDB's order: bytewise, a prefix first).

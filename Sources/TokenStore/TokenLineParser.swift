@@ -18,6 +18,17 @@ public enum TokenLine: Sendable, Equatable {
 ///     {"installationId":"…","app":"com.example.eew","environment":"sandbox","kind":"pushToStart",
 ///      "token":"<hex>","registeredAt":1717000000000,"broadcast":true,"topics":[{"name":"region:301","minLevel":3}]}
 ///
+/// An Android installation's line has `"kind":"fcm"` and its FCM registration token as
+/// `"token"`, written as the token's own text (1 to 255 characters of `A-Za-z0-9_:-`), not hex —
+/// the one field whose reading depends on another, so the token is decoded once the line is read:
+///
+///     {"installationId":"…","app":"com.example.eew","environment":"sandbox","kind":"fcm",
+///      "token":"dGVzdA:APA91b…","registeredAt":1717000000000,"topics":[{"name":"region:301","minLevel":3}]}
+///
+/// `broadcast` (iOS 18) is refused on an fcm line, and an installation holds one platform's
+/// tokens: an fcm line for an installation that has APNs tokens (or the reverse) fails the import
+/// with the installation named (`Installation.checkPlatform`).
+///
 /// and an activity line, the update token `sokuho activities register` stores:
 ///
 ///     {"activityId":"…","app":"com.example.eew","environment":"sandbox","eventKey":"eew-…",
@@ -77,7 +88,7 @@ public struct TokenLineParser {
 
     private mutating func parseObject(now: UInt64) throws(Failure) -> TokenLine {
         var installationID: String?, app: String?, environment: Environment?, kind: TokenKind?
-        var token: [UInt8]?, registeredAt: UInt64?, broadcast: Bool?, topics: [TopicSubscription]?
+        var token: (column: Int, text: UnsafeRawBufferPointer)?, registeredAt: UInt64?, broadcast: Bool?, topics: [TopicSubscription]?
         var activityID: String?, eventKey: String?, startedAt: UInt64?, activityTopic: String?
         // The shape, and the field that decided it (for the message refusing the other shape's).
         var shape: (Shape, field: String)?
@@ -113,10 +124,10 @@ public struct TokenLineParser {
                 environment = try parseChoice("environment", ["production", "sandbox"], Environment.init(rawValue:))
             case "kind":
                 try claim(kind, .registration)
-                kind = try parseChoice("kind", ["pushToStart", "device"], TokenKind.init(name:))
+                kind = try parseChoice("kind", ["pushToStart", "device", "fcm"], TokenKind.init(name:))
             case "token":
                 try claim(token)
-                token = try parseHexToken()
+                token = try parseTokenText()
             case "registeredAt":
                 try claim(registeredAt, .registration)
                 registeredAt = try parseMilliseconds("registeredAt", now: now)
@@ -157,14 +168,15 @@ public struct TokenLineParser {
         if shape?.0 == .activity {
             let activity = ActivityRecord(id: try require(activityID, "activityId"), app: try require(app, "app"),
                                           environment: try require(environment, "environment"),
-                                          updateToken: try require(token, "token"), eventKey: try require(eventKey, "eventKey"),
+                                          updateToken: try decodeToken(try require(token, "token"), kind: nil), eventKey: try require(eventKey, "eventKey"),
                                           startedAt: startedAt ?? now, topic: activityTopic)
             do { try activity.validate() } catch { throw Failure(column: 1, message: error.description) }
             return .activity(activity)
         }
+        let tokenKind = try require(kind, "kind")
         let registration = TokenRegistration(installationID: try require(installationID, "installationId"), app: try require(app, "app"),
-                                             environment: try require(environment, "environment"), kind: try require(kind, "kind"),
-                                             token: try require(token, "token"), topics: try require(topics, "topics"),
+                                             environment: try require(environment, "environment"), kind: tokenKind,
+                                             token: try decodeToken(try require(token, "token"), kind: tokenKind), topics: try require(topics, "topics"),
                                              registeredAt: registeredAt, broadcast: broadcast)
         do { try registration.validate() } catch { throw Failure(column: 1, message: error.description) }
         return .registration(registration)
@@ -286,21 +298,33 @@ public struct TokenLineParser {
         return value
     }
 
-    /// The token: a string of an even number of hex digits (no escapes: hex needs none).
-    private mutating func parseHexToken() throws(Failure) -> [UInt8] {
+    /// The token's text between its quotes (no escapes: neither hex nor an FCM token needs
+    /// one), decoded by `decodeToken` once the line's kind is known.
+    private mutating func parseTokenText() throws(Failure) -> (column: Int, text: UnsafeRawBufferPointer) {
         let start = index
         guard peek() == UInt8(ascii: "\""), let base = bytes.baseAddress,
               let close = memchr(base + index + 1, Int32(UInt8(ascii: "\"")), bytes.count - index - 1) else {
-            throw fail(peek() == UInt8(ascii: "\"") ? "unexpected end of line inside the token" : "token must be a string of hex digits")
+            throw fail(peek() == UInt8(ascii: "\"") ? "unexpected end of line inside the token" : "token must be a string (hex digits, or an fcm token's text)")
         }
-        let digits = UnsafeRawBufferPointer(start: base + index + 1, count: base.distance(to: UnsafeRawPointer(close)) - index - 1)
-        let malformed = Failure(column: start + 1, message: "token must be an even number of hex digits (0-9, a-f)")
-        guard digits.count % 2 == 0 else { throw malformed }
-        var token = [UInt8](repeating: 0, count: digits.count / 2)
-        guard token.withUnsafeMutableBytes({ Hex.decode(digits, into: $0) }) else { throw malformed }
-        index += digits.count + 2
-        do { try StoreLimits.checkToken(token) } catch { throw Failure(column: start + 1, message: error.description) }
-        return token
+        let text = UnsafeRawBufferPointer(start: base + index + 1, count: base.distance(to: UnsafeRawPointer(close)) - index - 1)
+        index += text.count + 2
+        return (start + 1, text)
+    }
+
+    /// An fcm token is its text's bytes; every other (an APNs token, an activity's update token)
+    /// is an even number of hex digits. Either is checked against the store's bounds for its kind.
+    private func decodeToken(_ token: (column: Int, text: UnsafeRawBufferPointer), kind: TokenKind?) throws(Failure) -> [UInt8] {
+        if kind == .fcm {
+            let bytes = Array(token.text)
+            do { try StoreLimits.checkToken(bytes, kind: .fcm) } catch { throw Failure(column: token.column, message: error.description) }
+            return bytes
+        }
+        let malformed = Failure(column: token.column, message: "token must be an even number of hex digits (0-9, a-f)")
+        guard token.text.count % 2 == 0 else { throw malformed }
+        var bytes = [UInt8](repeating: 0, count: token.text.count / 2)
+        guard bytes.withUnsafeMutableBytes({ Hex.decode(token.text, into: $0) }) else { throw malformed }
+        do { try StoreLimits.checkToken(bytes) } catch { throw Failure(column: token.column, message: error.description) }
+        return bytes
     }
 
     /// `[{"name":"region:301","minLevel":3}, …]`.

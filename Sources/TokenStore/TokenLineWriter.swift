@@ -5,7 +5,8 @@ import Vocabulary
 /// Writes the lines `TokenLineParser` reads, in a fixed member order, so export → import →
 /// export gives the same bytes. `minLevel` is always written, `registeredAt` whenever the time is
 /// known (an export always knows it; `tokens generate` does not), and `broadcast` only when true:
-/// an absent field imports as "keep", which for a new installation is false.
+/// an absent field imports as "keep", which for a new installation is false. An fcm token is
+/// written as its text, every other as hex (see `TokenLineParser`).
 public enum TokenLineWriter {
     /// Appends one line (with its newline) for `installation`'s token of `kind`, registered at
     /// `registeredAt` (ms since 1970), to `out`.
@@ -17,7 +18,14 @@ public enum TokenLineWriter {
         out.append(contentsOf: ",\"kind\":\"".utf8)
         out.append(contentsOf: kind.name.utf8)
         out.append(UInt8(ascii: "\""))
-        appendToken(token, to: &out)
+        if kind == .fcm {
+            // Its own text: `[A-Za-z0-9_:-]` needs no JSON escape (the store checked it).
+            out.append(contentsOf: ",\"token\":\"".utf8)
+            out.append(contentsOf: token)
+            out.append(UInt8(ascii: "\""))
+        } else {
+            appendToken(token, to: &out)
+        }
         if let registeredAt {
             out.append(contentsOf: ",\"registeredAt\":".utf8)
             out.append(contentsOf: String(registeredAt).utf8)

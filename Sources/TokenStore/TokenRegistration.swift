@@ -1,7 +1,8 @@
 import APNs
 /// "This installation has this token and follows these topics": one line of an import file, one
 /// call of the registration API. Applying it sets the token of `kind` (rotating out an older one)
-/// and replaces the installation's topics.
+/// and replaces that kind's topics. A kind of the other `Platform` than the installation's tokens
+/// is refused when it is applied (`Installation.checkPlatform`).
 public struct TokenRegistration: Sendable, Equatable {
     public var installationID: String
     public var app: String
@@ -21,7 +22,7 @@ public struct TokenRegistration: Sendable, Equatable {
     public var registeredAt: UInt64?
     /// Whether the phone runs iOS 18 or later (see `Installation.broadcast`), or nil to keep the
     /// stored value (false for a new installation): a line or request that does not say must not
-    /// make an iOS 18 phone look like iOS 17, nor the reverse.
+    /// make an iOS 18 phone look like iOS 17, nor the reverse. Always nil for an `fcm` token.
     public var broadcast: Bool?
 
     public init(installationID: String, app: String, environment: Environment, kind: TokenKind,
@@ -42,7 +43,12 @@ public struct TokenRegistration: Sendable, Equatable {
     public func validate() throws(StoreError) {
         try StoreLimits.checkName(installationID, field: "installationId")
         try StoreLimits.checkName(app, field: "app")
-        try StoreLimits.checkToken(token)
+        try StoreLimits.checkToken(token, kind: kind)
+        // iOS 18's broadcast channels have no Android counterpart: a line or request saying
+        // either way for an FCM token is a mistake to name, not a flag to store.
+        if kind == .fcm, broadcast != nil {
+            throw StoreError.invalid("broadcast is for iOS installations (iOS 18 or later); leave it out for an fcm token")
+        }
         guard topics.count <= StoreLimits.maximumTopics else {
             throw StoreError.invalid("topics lists \(topics.count) topics; at most \(StoreLimits.maximumTopics) are allowed")
         }

@@ -37,9 +37,9 @@ public enum WriteOperation: Sendable {
         switch self {
         case let .register(registration, _): try registration.validate()
         case .registerBatch: break // validated when prepared
-        case let .removeToken(app, _, _, token, _):
+        case let .removeToken(app, _, kind, token, _):
             try StoreLimits.checkName(app, field: "app")
-            try StoreLimits.checkToken(token)
+            try StoreLimits.checkToken(token, kind: kind)
         case let .removeInstallation(id), let .removeActivity(id): try StoreLimits.checkName(id, field: "id")
         case let .putActivity(activity): try activity.validate()
         case let .putChannel(channel): try channel.validate()

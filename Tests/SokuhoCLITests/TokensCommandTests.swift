@@ -153,13 +153,13 @@ import Testing
         _ = fixture.run(["tokens", "import", fixture.file("in.jsonl", Self.line("a", token: Self.token(1))), "--store", fixture.store])
         let (code, out, _) = fixture.run(["store", "check", "--store", fixture.store])
         #expect(code == .success)
-        #expect(out == "ok: schema 5 (current 5), 1 installations, 1 tokens, 1 topic entries\n")
+        #expect(out == "ok: schema 6 (current 6), 1 installations, 1 tokens, 1 topic entries\n")
         let more = (2..<60).map { Self.line("id-\($0)", token: Self.token($0), kind: $0 % 3 == 0 ? "device" : "pushToStart",
                                             topic: "region:30\($0 % 4)", level: $0 % 8) }
         _ = fixture.run(["tokens", "import", fixture.file("more.jsonl", more.joined(separator: "\n")), "--store", fixture.store])
         let backup = fixture.directory + "/backup"
         #expect(fixture.run(["store", "backup", backup, "--store", fixture.store]).0 == .success)
-        #expect(fixture.run(["store", "check", "--json", "--store", backup]).1.hasPrefix(#"{"ok":true,"schemaVersion":5,"installations":59"#))
+        #expect(fixture.run(["store", "check", "--json", "--store", backup]).1.hasPrefix(#"{"ok":true,"schemaVersion":6,"installations":59"#))
         let export = fixture.run(["tokens", "export", "--store", fixture.store]).1
         #expect(fixture.run(["tokens", "export", "--store", backup]).1 == export && export.split(separator: "\n").count == 59)
         let (again, _, err) = fixture.run(["store", "backup", backup, "--store", fixture.store])
@@ -287,7 +287,7 @@ import Testing
         let (code, out, err) = fixture.run(["tokens", "import", input, "--store", fixture.store])
         #expect(code == .success, "\(out)\(err)")
         #expect(access(fixture.store + "/.importing", F_OK) != 0, "the working copy was left behind")
-        #expect(fixture.run(["store", "check", "--store", fixture.store]).1 == "ok: schema 5 (current 5), 3000 installations, 3000 tokens, 3000 topic entries\n")
+        #expect(fixture.run(["store", "check", "--store", fixture.store]).1 == "ok: schema 6 (current 6), 3000 installations, 3000 tokens, 3000 topic entries\n")
         let backup = fixture.directory + "/backup"
         #expect(fixture.run(["store", "backup", backup, "--store", fixture.store]).0 == .success)
         var imported = stat(), packed = stat()

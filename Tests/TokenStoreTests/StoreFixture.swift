@@ -97,7 +97,7 @@ func downgradeToSchema4(_ directory: String) throws {
             layout3.data(installation.deviceToken ?? [])
             layout3.uint64(installation.createdAt)
             layout3.uint64(installation.updatedAt)
-            for kind in TokenKind.allCases {
+            for kind in TokenKind.apnsKinds {
                 layout3.length(installation.topics(kind).count)
                 for topic in installation.topics(kind) { layout3.string(topic.name); layout3.uint8(topic.minLevel) }
             }
