@@ -111,10 +111,6 @@ final class StartScanner {
                 let minLevel = batch.minLevels[index]
                 if let floor = plan.floor, minLevel <= floor { continue }
                 let kind = batch.kinds[index]
-                // An Android installation's FCM token is no APNs target (read below as a
-                // device token, it would get an alert APNs refuses): skipped until the fan-out
-                // sends to FCM.
-                guard kind.isAPNs else { continue }
                 let broadcast = batch.broadcast[index]
                 let tokenSlice = batch.token(at: index)
                 guard let (token, hash) = tokenSlice.withUnsafeBytes({ raw in
