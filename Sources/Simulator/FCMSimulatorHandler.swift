@@ -28,7 +28,9 @@ struct FCMSimulatorHandler {
             let name = "projects/\(state.projectID)/messages/" + (send.validateOnly ? "fake_message_id" : messageID())
             var writer = JSONWriter()
             writer.beginObject(); writer.key("name"); writer.string(name); writer.endObject()
-            let note = send.validateOnly ? nil : Self.acceptedNotePrefix + (send.token ?? "")
+            // With a push log (`--log`), the accepted message's line as for an APNs push (path, headers, body).
+            let line = configuration.logPath == nil ? "" : "\n" + PushLog.line(for: request)
+            let note = send.validateOnly ? nil : Self.acceptedNotePrefix + (send.token ?? "") + line
             return ServerResponse(status: 200, headers: [("content-type", "application/json; charset=UTF-8")], body: writer.bytes, note: note)
         } catch {
             shared.counters.withLock { $0.fcmRejected[error.counterName, default: 0] += 1 }

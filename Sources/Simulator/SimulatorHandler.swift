@@ -73,6 +73,7 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
                 $0.fcmAccepted += 1
                 if configuration.trackTokens { $0.fcmAcceptedPerToken[token, default: 0] += 1 }
             }
+            if let log, split < note.endIndex { log.append(note[note.index(after: split)...]) }
             return
         }
         shared.counters.withLock {

@@ -1,5 +1,6 @@
 import APNs
 import Crypto
+import FCM
 import Fanout
 import HTTP2
 import IO
@@ -24,7 +25,7 @@ enum FanoutCommand {
             OptionSpec("--json", help: "print the report as one JSON object"),
             OptionSpec("--svg", value: "FILE", help: "draw delivered over time and the latency distribution into FILE"),
             OptionSpec("--log", value: "FILE", help: "append one JSON line per push: token's last 8 characters, group, apns-id, apns-unique-id, status, reason, outcome"),
-        ],
+        ] + androidOptions,
         positionals: [PositionalSpec("EVENT.json", help: "the event (a JSON object; see the README's \"Events\")")],
         details: """
         Running the same event (key, serial, body) again prints "already sent" and the earlier
@@ -39,6 +40,15 @@ enum FanoutCommand {
                     78 circuit breaker: a wrong environment or topic (nothing pruned)
         """,
         run: run)
+
+    /// The Android side: without `--service-account` the event reaches iOS phones only and its
+    /// report counts the Android phones it left out.
+    static let androidOptions: [OptionSpec] = [
+        OptionSpec("--service-account", value: "FILE", help: "Android: the Firebase service account's JSON key (Google's download); the event's Android phones then get FCM messages"),
+        OptionSpec("--fcm-host", value: "HOST:PORT", help: "Android: FCM host instead of fcm.googleapis.com:443 (e.g. the simulator's push port)"),
+        OptionSpec("--fcm-connections", value: "N", help: "Android: HTTP/2 connections to FCM (default 4)"),
+        OptionSpec("--fcm-messages-per-minute", value: "N", help: "Android: at most N FCM messages a minute, retries included (default 600000, Google's quota per project)"),
+    ]
 
     /// The endpoint options of `send`, but not `--environment`: an event names its environment
     /// (no silent sandbox default on this path).
@@ -97,7 +107,26 @@ enum FanoutCommand {
         if let window = try invocation.double("--start-window", in: 1...7 * 86_400) { options.startWindow = Duration.seconds(window) }
         options.keepChannels = invocation.flag("--keep-channels")
         options.logPath = invocation.string("--log")
+        options.android = try androidLane(invocation, tls: tls)
         return options
+    }
+
+    /// The FCM lane from `--service-account` (nil without it), holding its first access token.
+    static func androidLane(_ invocation: Invocation, tls: TLSConfiguration) throws(CLIError) -> AndroidLane? {
+        guard invocation.string("--service-account") != nil else {
+            if let given = ["--fcm-host", "--fcm-connections", "--fcm-messages-per-minute"].first(where: { invocation.string($0) != nil }) {
+                throw .usage("\(given) needs --service-account (the Android side's credentials)")
+            }
+            return nil
+        }
+        let account = try FCMConnection.serviceAccount(invocation)
+        let (host, port) = try APNsConnectionOptions.hostPort(invocation.string("--fcm-host") ?? "\(FCMEndpoint.host):443", option: "--fcm-host")
+        var pool = PoolConfiguration(host: host, port: port, tls: tls)
+        pool.serverName = try APNsConnectionOptions.serverName(invocation)
+        pool.provider = .fcm(try FCMConnection.accessTokens(account, tls: tls, timeout: .seconds(30)))
+        pool.connections = try invocation.int("--fcm-connections", in: 1...256) ?? 4
+        pool.messagesPerMinute = try invocation.int("--fcm-messages-per-minute", in: 1...100_000_000) ?? 600_000
+        return AndroidLane(pool: pool)
     }
 
     /// Prints the report (and chart), and turns it into the exit status.

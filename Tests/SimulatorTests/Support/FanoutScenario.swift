@@ -42,13 +42,13 @@ final class FanoutScenario {
     }
 
     /// Registers `phones` in the scenario's store, or in the store at `path` (another node's).
-    func register(_ phones: [Phone], environment: Environment = .production, into path: String? = nil) throws {
+    func register(_ phones: [Phone], environment: Environment = .production, into path: String? = nil, registeredAt: UInt64? = nil) throws {
         let tokenStore = try TokenStore(directory: path ?? store)
         defer { tokenStore.close() }
         try tokenStore.write(phones.map { phone in
             .register(TokenRegistration(installationID: phone.id, app: testBundle, environment: environment, kind: phone.kind,
-                                        token: Array(hex: phone.token), topics: phone.topics.map { TopicSubscription(name: $0.0, minLevel: $0.1) },
-                                        broadcast: phone.broadcast), at: 1_000)
+                                        token: phone.kind == .fcm ? Array(phone.token.utf8) : Array(hex: phone.token), topics: phone.topics.map { TopicSubscription(name: $0.0, minLevel: $0.1) },
+                                        registeredAt: registeredAt, broadcast: phone.kind == .fcm ? nil : phone.broadcast), at: 1_000)
         })
     }
 
@@ -70,6 +70,24 @@ final class FanoutScenario {
 
     func fanout(_ eventPath: String, _ extra: [String] = []) -> CLIRun {
         sokuho(["fanout", eventPath, "--json"] + connection + extra)
+    }
+
+    /// The options that add the simulator's FCM side (its service account, the same port).
+    var android: [String] {
+        ["--service-account", running.simulator.fcmServiceAccountFile, "--fcm-host", "127.0.0.1:\(running.port)"]
+    }
+
+    /// An FCM registration token as Android issues them (about 160 characters), distinct per number.
+    static func fcmToken(_ number: Int) -> String { "d\(number):APA91b" + String(repeating: "F", count: 150) }
+
+    /// Accepted FCM messages by registration token, in order: each message's `message` object.
+    func fcmMessages() -> [String: [JSONValue]] {
+        var result: [String: [JSONValue]] = [:]
+        for push in accepted() where push.path.hasPrefix("/v1/projects/") {
+            guard let message = push.body["message"], let token = message["token"]?.stringValue else { continue }
+            result[token, default: []].append(message)
+        }
+        return result
     }
 
     /// Every push the simulator accepted so far: path, headers, body.

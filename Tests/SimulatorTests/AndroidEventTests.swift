@@ -1,0 +1,111 @@
+import JSONCore
+import Simulator
+import SokuhoCLI
+import Testing
+import TokenStore
+import Vocabulary
+
+/// Issue 23: one event reaches iOS and Android phones — APNs starts for iOS 17 and 18, an FCM data
+/// message (an Android 16 Live Update) for Android — with the same topic and level rules, one per
+/// installation, the highest group winning; updates and ends reach every Android phone the
+/// start's rule selects. Against the simulator's FCM side (same port, by path).
+@Suite struct AndroidEventTests {
+    static let regionOne = [("region:1", 5, "one")]
+    static let groups = [("region:1", 5, "one"), ("region:2", 3, "two")]
+
+    /// iOS 17 and 18 in region:1; Android: a0 in region:1, a1 in both (region:1 wins: its group
+    /// is higher), a2 in region:2 only, a3 in region:1 above the event's level (not reached).
+    static func phones() -> [FanoutScenario.Phone] {
+        [
+            FanoutScenario.Phone(id: "ios17", token: FanoutScenario.token(1), topics: [("region:1", 0)], broadcast: false),
+            FanoutScenario.Phone(id: "ios18", token: FanoutScenario.token(2), topics: [("region:1", 0)], broadcast: true),
+            FanoutScenario.Phone(id: "a0", token: FanoutScenario.fcmToken(0), kind: .fcm, topics: [("region:1", 0)]),
+            FanoutScenario.Phone(id: "a1", token: FanoutScenario.fcmToken(1), kind: .fcm, topics: [("region:1", 4), ("region:2", 0)]),
+            FanoutScenario.Phone(id: "a2", token: FanoutScenario.fcmToken(2), kind: .fcm, topics: [("region:2", 0)]),
+            FanoutScenario.Phone(id: "a3", token: FanoutScenario.fcmToken(3), kind: .fcm, topics: [("region:1", 6)]),
+        ]
+    }
+
+    /// The group each reached Android phone's messages name.
+    static let androidGroups = [FanoutScenario.fcmToken(0): "region:1", FanoutScenario.fcmToken(1): "region:1", FanoutScenario.fcmToken(2): "region:2"]
+
+    @Test func aMixedStoreGetsOneStartPerInstallationOnItsOwnProviderWithItsGroupsContent() throws {
+        let scenario = try FanoutScenario()
+        try scenario.register(Self.phones())
+        let run = scenario.fanout(scenario.event("start.json", startEvent(key: "eew-mixed", groups: Self.groups, channel: "null")), scenario.android)
+        #expect(run.code == .success, "\(run)")
+        let pushes = scenario.devicePushes()
+        #expect(pushes.count == 2 && pushes.values.allSatisfy { $0.count == 1 }, "one APNs start per iOS phone: \(pushes.mapValues(\.count))")
+        let messages = scenario.fcmMessages()
+        #expect(Set(messages.keys) == Set(Self.androidGroups.keys), "a3 subscribed above the event's level")
+        for (token, group) in Self.androidGroups {
+            let received = messages[token] ?? []
+            try #require(received.count == 1, "\(token.prefix(3)) got \(received.count) messages")
+            let data = received[0]["data"]
+            #expect(data?["kind"]?.stringValue == "start" && data?["eventKey"]?.stringValue == "eew-mixed" && data?["serial"]?.stringValue == "1")
+            #expect(data?["group"]?.stringValue == group)
+            let state = try JSONParser.parse(data?["contentState"]?.stringValue ?? "")
+            #expect(state["region"]?.stringValue == group, "the content of the group the phone was reached through")
+            #expect(data?["alertTitle"]?.stringValue == "Earthquake")
+            #expect(received[0]["android"]?["priority"]?.stringValue == "HIGH" && received[0]["android"]?["collapse_key"]?.stringValue == "eew-mixed")
+            #expect(received[0]["notification"] == nil, "no fallbackAlert: a data message the app draws")
+        }
+        let report = try JSONParser.parse(run.out)
+        #expect(report["delivered"]?.int64Value == 5 && report["targets"]?.int64Value == 5, "\(run.out)")
+        #expect(report["android"]?["targets"]?.int64Value == 3 && report["android"]?["delivered"]?.int64Value == 3, "\(run.out)")
+        #expect(report["android"]?["skipped"]?.int64Value == 0)
+    }
+
+    @Test func updatesAndEndsReachEveryAndroidPhoneTheStartsRuleSelectsOnceEach() throws {
+        let scenario = try FanoutScenario()
+        try scenario.register(Self.phones())
+        let start = scenario.fanout(scenario.event("start.json", startEvent(key: "eew-follow", groups: Self.groups, channel: "null")), scenario.android)
+        #expect(start.code == .success, "\(start)")
+        let update = scenario.fanout(scenario.event("update.json", followEvent(key: "eew-follow", serial: 2, kind: "update", groups: Self.groups, channel: "null")),
+                                     scenario.android)
+        #expect(update.code == .success, "\(update)")
+        let end = scenario.fanout(scenario.event("end.json", followEvent(key: "eew-follow", serial: 3, kind: "end", groups: Self.groups, channel: "null")),
+                                  scenario.android)
+        #expect(end.code == .success, "\(end)")
+        let messages = scenario.fcmMessages()
+        #expect(Set(messages.keys) == Set(Self.androidGroups.keys))
+        for (token, group) in Self.androidGroups {
+            let kinds = (messages[token] ?? []).map { ($0["data"]?["kind"]?.stringValue ?? "?") + "/" + ($0["data"]?["serial"]?.stringValue ?? "?") }
+            #expect(kinds == ["start/1", "update/2", "end/3"], "\(token.prefix(3)): \(kinds)")
+            #expect((messages[token] ?? []).allSatisfy { $0["data"]?["group"]?.stringValue == group })
+        }
+        for run in [update, end] {
+            let report = try JSONParser.parse(run.out)
+            #expect(report["android"]?["delivered"]?.int64Value == 3, "\(run.out)")
+        }
+    }
+
+    @Test func anAppWithoutAnAndroidSideSendsToIOSAndCountsTheAndroidPhonesItLeftOut() throws {
+        let scenario = try FanoutScenario()
+        try scenario.register(Self.phones())
+        let run = scenario.fanout(scenario.event("start.json", startEvent(key: "eew-ios", groups: Self.groups, channel: "null")))
+        #expect(run.code == .success, "\(run)")
+        #expect(scenario.fcmMessages().isEmpty && scenario.devicePushes().count == 2)
+        let report = try JSONParser.parse(run.out)
+        #expect(report["android"]?["skipped"]?.int64Value == 3 && report["android"]?["targets"]?.int64Value == 0, "\(run.out)")
+    }
+
+    @Test func unregisteredPrunesOnlyTokensRegisteredBeforeTheEventStarted() throws {
+        let old = FanoutScenario.fcmToken(0), renewed = FanoutScenario.fcmToken(2)
+        let scenario = try FanoutScenario { $0.fcmUnregisteredTokens = [old, renewed] }
+        try scenario.register(Self.phones())
+        // a2 registered its token again after the event's start (FCM's error carries no time):
+        // the token is the phone's again and stays.
+        let later = UInt64(WallClock.milliseconds()) + 3_600_000
+        try scenario.register([FanoutScenario.Phone(id: "a2", token: renewed, kind: .fcm, topics: [("region:2", 0)])], registeredAt: later)
+        let run = scenario.fanout(scenario.event("start.json", startEvent(key: "eew-prune", groups: Self.groups, channel: "null")), scenario.android)
+        let report = try JSONParser.parse(run.out)
+        #expect(report["pruned"]?["UNREGISTERED"]?.int64Value == 2 && report["android"]?["pruned"]?.int64Value == 2, "\(run.out)")
+        #expect(report["tokensRemoved"]?.int64Value == 1, "\(run.out)")
+        try scenario.withStore { (store) throws -> Void in
+            #expect(try store.tokenOwner(app: testBundle, environment: .production, kind: .fcm, token: Array(old.utf8)) == nil)
+            #expect(try store.tokenOwner(app: testBundle, environment: .production, kind: .fcm, token: Array(renewed.utf8)) != nil)
+            #expect(try store.tokenOwner(app: testBundle, environment: .production, kind: .fcm, token: Array(FanoutScenario.fcmToken(1).utf8)) != nil)
+        }
+    }
+}
