@@ -41,13 +41,27 @@ package enum BodyFields {
         do { try StoreLimits.checkToken(bytes, field: field) } catch { throw EventError(field: field, error.description) }
         return bytes
     }
+
+    /// An Android phone's FCM registration token: its text, kept as its bytes (not hex).
+    package static func fcmToken(_ value: JSONValue, field: String) throws(EventError) -> [UInt8] {
+        guard let text = value.stringValue else { throw EventError(field: field, "must be the FCM registration token as a string") }
+        guard DeviceToken.isFCMRegistrationToken(text) else { throw EventError(field: field, "must be \(StoreLimits.fcmTokenRule)") }
+        return Array(text.utf8)
+    }
 }
 
 /// The body of `POST /v1/installations` and `PUT /v1/installations/{id}`: the app, the tokens the
 /// phone has, and the topics they follow. `package` for the fuzz targets (Tests/FuzzTargets).
+///
+/// `platform` (default `"ios"`, so every body written before Android support means what it
+/// meant) picks the tokens: an iOS body has `pushToStartToken` and/or `deviceToken` (hex) and may
+/// say `broadcast`; an Android body (`"platform":"android"`) has `fcmToken` (its text) and none of
+/// the iOS members. A member of the other platform is refused by its name, not ignored: a phone
+/// sending it has a bug its developer should see at once.
 package struct InstallationBody {
     package var app: BundleID
     package var environment: Environment
+    package var platform: Platform
     package var installationID: String?
     package var tokens: [(kind: TokenKind, token: [UInt8])]
     package var topics: [TopicSubscription]
@@ -65,10 +79,18 @@ package struct InstallationBody {
             }
             return environment
         }
+        platform = try fields.optional("platform") { (value, field) throws(EventError) in
+            guard let text = value.stringValue, let platform = Platform(rawValue: text) else {
+                throw EventError(field: field, "must be \"ios\" or \"android\"")
+            }
+            return platform
+        } ?? .ios
         installationID = try fields.optional("installationId") { (value, field) throws(EventError) in try BodyFields.installationID(value, field: field) }
         let pushToStart = try fields.optional("pushToStartToken") { (value, field) throws(EventError) in try BodyFields.token(value, field: field) }
         let device = try fields.optional("deviceToken") { (value, field) throws(EventError) in try BodyFields.token(value, field: field) }
-        tokens = [pushToStart.map { (TokenKind.pushToStart, $0) }, device.map { (TokenKind.device, $0) }].compactMap { $0 }
+        let fcm = try fields.optional("fcmToken") { (value, field) throws(EventError) in try BodyFields.fcmToken(value, field: field) }
+        tokens = [pushToStart.map { (TokenKind.pushToStart, $0) }, device.map { (TokenKind.device, $0) },
+                  fcm.map { (TokenKind.fcm, $0) }].compactMap { $0 }
         topics = try fields.optional("topics") { (value, field) throws(EventError) in
             guard let items = value.arrayValue else { throw EventError(field: field, "must be an array of {\"name\",\"minLevel\"}") }
             guard items.count <= StoreLimits.maximumTopics else { throw EventError(field: field, "has \(items.count) topics; at most \(StoreLimits.maximumTopics)") }
@@ -92,8 +114,17 @@ package struct InstallationBody {
             return flag
         }
         try fields.rejectUnknown()
-        // Topics belong to a token kind: without a token there is nothing to follow them with.
-        guard !tokens.isEmpty else { throw EventError(field: "pushToStartToken", "or deviceToken is required (the tokens the topics apply to)") }
+        switch platform {
+        case .ios:
+            if fcm != nil { throw EventError(field: "fcmToken", "is an Android phone's token; send it with \"platform\":\"android\"") }
+            // Topics belong to a token kind: without a token there is nothing to follow them with.
+            guard !tokens.isEmpty else { throw EventError(field: "pushToStartToken", "or deviceToken is required (the tokens the topics apply to)") }
+        case .android:
+            for (member, given) in [("pushToStartToken", pushToStart != nil), ("deviceToken", device != nil), ("broadcast", broadcast != nil)] where given {
+                throw EventError(field: member, "is for iOS phones; an Android installation (\"platform\":\"android\") has fcmToken only")
+            }
+            guard fcm != nil else { throw EventError(field: "fcmToken", "is required for \"platform\":\"android\" (the token the topics apply to)") }
+        }
     }
 }
 

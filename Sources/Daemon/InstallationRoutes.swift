@@ -9,8 +9,9 @@ import TokenStore
 import Vocabulary
 
 /// The app-facing API, called by phones (no admin token):
-/// - `POST /v1/installations`: a first registration; 201 with the installation's secret, shown
-///   this once (the store keeps only its SHA-256).
+/// - `POST /v1/installations`: a first registration, an iOS or (`"platform":"android"`) an
+///   Android phone's; 201 with the installation's secret, shown this once (the store keeps only
+///   its SHA-256).
 /// - `PUT /v1/installations/{id}`, `POST /v1/installations/{id}/activities`,
 ///   `DELETE /v1/installations/{id}`: with `Authorization: Installation <secret>`.
 /// These run on an `APIWorker` (the router sends them there: the installation and its secret are
@@ -104,6 +105,13 @@ extension Router {
         guard body.app.text == installation.app, body.environment == installation.environment else {
             return .response(.error(status: 409, code: "app_mismatch",
                                     message: "app: installation '\(id)' belongs to \(installation.app) in \(installation.environment.rawValue)"))
+        }
+        // One phone, one system: checked here so the phone gets a 409 naming it, not a failed
+        // write (the store refuses the mix too: `Installation.checkPlatform`).
+        if let held = installation.platform, held != body.platform {
+            return .response(.error(status: 409, code: "platform_mismatch",
+                                    message: "platform: installation '\(id)' is an \(held.displayName) installation; "
+                                        + "register the \(body.platform.displayName) phone with POST /v1/installations"))
         }
         var writer = JSONWriter()
         writer.beginObject(); writer.key("installationId"); writer.string(id); writer.endObject()

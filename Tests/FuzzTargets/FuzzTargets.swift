@@ -81,12 +81,20 @@ public enum FuzzTargets {
     /// How many operations `bytes` decode to (nil: refused), for the test that the seeds are accepted.
     public static func replicatedOperationCount(_ bytes: [UInt8]) -> Int? { try? ReplicatedWrite.decode(bytes).count }
 
-    /// The installation API's bodies: the first byte picks InstallationBody or ActivityBody.
+    /// The installation API's bodies: the first byte picks InstallationBody or ActivityBody. An
+    /// accepted installation holds at least one token, each of its platform's kinds (never an
+    /// FCM token on iOS or an APNs one on Android) and each within the store's bounds for it.
     static func registration(_ data: UnsafeRawBufferPointer) {
         guard let first = data.first else { return }
         let body = Array(data.dropFirst())
         if first & 1 == 0 {
-            _ = try? InstallationBody(json: body)
+            guard let installation = try? InstallationBody(json: body) else { return }
+            require(!installation.tokens.isEmpty, "an accepted installation has no token")
+            for (kind, token) in installation.tokens {
+                require(Platform(kind: kind) == installation.platform, "a \(kind.name) token in a \(installation.platform) body")
+                require((try? StoreLimits.checkToken(token, kind: kind)) != nil, "an accepted \(kind.name) token the store refuses")
+            }
+            require(installation.platform == .ios || installation.broadcast == nil, "broadcast accepted on Android")
         } else {
             _ = try? ActivityBody(json: body)
         }

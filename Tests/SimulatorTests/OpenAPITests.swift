@@ -132,6 +132,24 @@ import Testing
         #expect(client.error(mismatch).message?.hasPrefix("installationId:") == true, "\(mismatch.body)")
         client.call("PUT", "/v1/installations/\(id)", body: moved, admin: false, headers: phone, expect: 200)
 
+        // An Android phone: its own installation with its FCM token; the platforms never mix.
+        let fcmToken = "dGVzdA:APA91bH" + String(repeating: "k9-Lm_", count: 24)
+        let android = #"{"app":"\#(testBundle)","environment":"production","platform":"android","fcmToken":"\#(fcmToken)","topics":[{"name":"region:0","minLevel":1}]}"#
+        let androidCreated = try JSONParser.parse(client.call("POST", "/v1/installations", body: android, admin: false, expect: 201).body)
+        let androidID = try #require(androidCreated["installationId"]?.stringValue)
+        let androidPhone = ["Authorization: Installation \(try #require(androidCreated["secret"]?.stringValue))"]
+        client.call("PUT", "/v1/installations/\(androidID)", body: android.replacing("region:0", with: "region:1"), admin: false, headers: androidPhone, expect: 200)
+        let toIOS = client.call("PUT", "/v1/installations/\(androidID)", body: moved, admin: false, headers: androidPhone, expect: 409)
+        #expect(client.error(toIOS).code == "platform_mismatch" && client.error(toIOS).message?.hasPrefix("platform:") == true, "\(toIOS.body)")
+        let toAndroid = client.call("PUT", "/v1/installations/\(id)", body: android, admin: false, headers: phone, expect: 409)
+        #expect(client.error(toAndroid).code == "platform_mismatch", "\(toAndroid.body)")
+        for (body, field) in [(android.replacing(fcmToken, with: "abc.def"), "fcmToken"),
+                              (android.replacing(#""platform":"android","#, with: ""), "fcmToken"),
+                              (android.replacing("}]}", with: #"}],"broadcast":true}"#), "broadcast")] {
+            let refused = client.call("POST", "/v1/installations", body: body, admin: false, expect: 400)
+            #expect(client.error(refused).message?.hasPrefix(field + ":") == true, "\(field): \(refused.body)")
+        }
+
         let activity = #"{"eventKey":"eew-openapi","activityId":"act-1","token":"\#(FanoutScenario.token(200))","topic":"region:0"}"#
         client.call("POST", "/v1/installations/\(id)/activities", body: activity, admin: false, expect: 401)
         let badActivity = client.call("POST", "/v1/installations/\(id)/activities", body: #"{"eventKey":"e","activityId":"a","token":"zz"}"#,
@@ -172,11 +190,13 @@ import Testing
         #expect(try JSONParser.parse(promotion.body)["promoted"] == .bool(false), "\(promotion.body)")
         // The counts may be up to 5 s old (a cache the scrapes above may have filled): polled.
         var statistics = client.call("GET", "/v1/tokens/stats", expect: 200)
-        for _ in 0..<200 where (try? JSONParser.parse(statistics.body))?["installations"]?.int64Value != 4 {
+        // Four iOS installations and the Android one.
+        for _ in 0..<200 where (try? JSONParser.parse(statistics.body))?["installations"]?.int64Value != 5 {
             usleep(50_000)
             statistics = client.call("GET", "/v1/tokens/stats", expect: 200)
         }
-        #expect(try JSONParser.parse(statistics.body)["installations"]?.int64Value == 4, "\(statistics.body)")
+        #expect(try JSONParser.parse(statistics.body)["installations"]?.int64Value == 5, "\(statistics.body)")
+        #expect(statistics.body.contains(#""kind":"fcm","count":1"#), "\(statistics.body)")
 
         // Removal: a wrong secret changes nothing; after the removal the id is unknown.
         client.call("DELETE", "/v1/installations/\(id)", admin: false, headers: wrong, expect: 403)
