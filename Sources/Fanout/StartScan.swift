@@ -257,22 +257,6 @@ final class StartScanner {
         if MonotonicInstant.now() - lastCheckpoint >= .seconds(1) { tick(); lastCheckpoint = MonotonicInstant.now() }
     }
 
-    /// Hands a chunk's jobs to their pools: FCM messages to the Android pool, the rest to APNs'.
-    /// Both report to the same sink and count against the APNs pool's gate, so the bound on
-    /// what a crash leaves unknown covers both providers together.
-    private func send(_ jobs: [PushJob]) {
-        guard let android, jobs.contains(where: { androidSlots.contains(Int($0.id >> PushSlot.sequenceBits)) }) else {
-            pool.send(jobs, urgent: urgent)
-            return
-        }
-        var apns: [PushJob] = [], fcm: [PushJob] = []
-        for job in jobs {
-            if androidSlots.contains(Int(job.id >> PushSlot.sequenceBits)) { fcm.append(job) } else { apns.append(job) }
-        }
-        if !apns.isEmpty { pool.send(apns, urgent: urgent) }
-        android.send(fcm, urgent: urgent)
-    }
-
     /// Writes the checkpoints of every window with answers not yet on record (and `including`'s),
     /// then gives those answers' room in the gate back.
     private func recordAnswers(including: [Int] = []) throws(FanoutError) {

@@ -22,6 +22,10 @@ package final class ServiceMetrics: Sendable {
         var eventCount = 0
         var eventSum = 0.0
         var eventsByState: [String: Int] = [:]
+        /// (app, event kind, outcome) → FCM messages (Android phones), also in `pushes`.
+        var android: [Key: Int] = [:]
+        /// app → Android phones an event did not send to (no `android` member, or Android stopped).
+        var androidSkipped: [String: Int] = [:]
     }
 
     package struct Key: Hashable {
@@ -45,6 +49,12 @@ package final class ServiceMetrics: Sendable {
             outcomes += report.pruned.map { ("pruned", $0.value) }
             for (outcome, count) in outcomes where count > 0 { totals.pushes[Key(app: app, kind: kind, label: outcome), default: 0] += count }
             for (reason, count) in report.pruned { totals.pruned[Key(app: app, kind: "", label: reason), default: 0] += count }
+            let android = report.android
+            for (outcome, count) in [("delivered", android.delivered), ("pruned", android.pruned), ("failed", android.failed),
+                                     ("unknown", android.unknown), ("expired", android.expired)] where count > 0 {
+                totals.android[Key(app: app, kind: kind, label: outcome), default: 0] += count
+            }
+            if report.androidSkipped > 0 { totals.androidSkipped[app, default: 0] += report.androidSkipped }
             totals.latency[app, default: LatencyHistogram()].merge(result.latency)
             totals.eventCount += 1
             totals.eventSum += report.seconds
@@ -70,6 +80,14 @@ package final class ServiceMetrics: Sendable {
         for (key, count) in snapshot.pruned.sorted(by: { "\($0.key)" < "\($1.key)" }) {
             text.sample("sokuho_pruned_tokens_total", [("app", key.app), ("reason", key.label)], count)
         }
+        text.family("sokuho_android_messages_total", .counter,
+                    help: "FCM messages to Android phones that reached their final outcome, by app, event kind and outcome (also in sokuho_pushes_total).")
+        for (key, count) in snapshot.android.sorted(by: { "\($0.key)" < "\($1.key)" }) {
+            text.sample("sokuho_android_messages_total", [("app", key.app), ("kind", key.kind), ("outcome", key.label)], count)
+        }
+        text.family("sokuho_android_skipped_total", .counter,
+                    help: "Android phones events did not send to: the app has no android member, or Android stopped (FCM breaker, refused service account).")
+        for (app, count) in snapshot.androidSkipped.sorted(by: { $0.key < $1.key }) { text.sample("sokuho_android_skipped_total", [("app", app)], count) }
         text.family("sokuho_push_latency_seconds", .histogram, help: "From a push's first submission to its final answer.")
         for (app, histogram) in snapshot.latency.sorted(by: { $0.key < $1.key }) {
             let buckets = Self.latencyBucketsMs.map { (upperBound: $0 / 1000, cumulative: histogram.count(atMost: $0)) }
@@ -97,6 +115,13 @@ package final class ServiceMetrics: Sendable {
         for runtime in runtimes { text.sample("sokuho_provider_tokens_minted_total", [("app", runtime.name)], runtime.tokens.generationsMinted) }
         text.family("sokuho_pool_halted", .gauge, help: "1 when an app's pool stopped sending (credentials refused, server unreachable).")
         for runtime in runtimes { text.sample("sokuho_pool_halted", [("app", runtime.name)], runtime.pool.haltMessage == nil ? 0 : 1) }
+        let androids = runtimes.compactMap { runtime in runtime.android.map { (runtime.name, $0) } }
+        text.family("sokuho_fcm_connections_up", .gauge, help: "Connections of an app's warm FCM pool (its Android side) that are connecting or open.")
+        for (name, android) in androids { text.sample("sokuho_fcm_connections_up", [("app", name)], android.pool.connectionsUp) }
+        text.family("sokuho_fcm_pool_halted", .gauge, help: "1 when an app's FCM pool stopped sending (service account refused, FCM unreachable).")
+        for (name, android) in androids { text.sample("sokuho_fcm_pool_halted", [("app", name)], android.pool.haltMessage == nil ? 0 : 1) }
+        text.family("sokuho_fcm_access_tokens_total", .counter, help: "OAuth access tokens the app's service account was granted.")
+        for (name, android) in androids { text.sample("sokuho_fcm_access_tokens_total", [("app", name)], android.tokens.generations) }
 
         text.family("sokuho_credential_check_ok", .gauge, help: "1 when the app's last credential check (listing its channels) passed; absent before the first.")
         let checks = runtimes.compactMap { runtime in runtime.credentialCheck.withLock { $0 }.map { (runtime.name, $0) } }
