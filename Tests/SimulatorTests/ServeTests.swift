@@ -25,7 +25,7 @@ import Vocabulary
         /// `store`, `name`: another store and configuration file than the scenario's, for a second
         /// node of a cluster on the same simulator (the file is named after the store unless named).
         init(_ scenario: FanoutScenario, statusPage: Bool = true, keyID: String = SimulatorCertificates.keyID, extra: String = "",
-             connections: Int = 2, streams: Int = 100, store: String? = nil, name: String? = nil) throws {
+             connections: Int = 2, streams: Int = 100, store: String? = nil, name: String? = nil, appExtra: String = "") throws {
             let tokenFile = writeFile(scenario.directory, "admin.token", "test-admin-token-0123456789abcdef\n")
             chmod(tokenFile, 0o600)
             chmod(scenario.running.certificates.providerKey, 0o600)
@@ -34,7 +34,7 @@ import Vocabulary
                 {"apps":[{"bundleID":"\(testBundle)","teamID":"\(SimulatorCertificates.teamID)","keyID":"\(keyID)",
                   "keyFile":"\(scenario.running.certificates.providerKey)","environment":"production",
                   "host":"127.0.0.1:\(scenario.running.port)","manageHost":"127.0.0.1:\(scenario.running.managePort)",
-                  "caFile":"\(scenario.running.certificates.ca)","connections":\(connections),"streams":\(streams)}],
+                  "caFile":"\(scenario.running.certificates.ca)","connections":\(connections),"streams":\(streams)\(appExtra)}],
                  "listen":["127.0.0.1:0"],"storePath":"\(store ?? scenario.store)","adminTokenFile":"\(tokenFile)","keepaliveSeconds":10,"statusPage":\(statusPage)\(extra)}
                 """)
             child = ChildProcess(SimulatorProcessTests.binary, ["serve", "--config", config])

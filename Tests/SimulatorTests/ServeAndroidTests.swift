@@ -1,0 +1,59 @@
+import JSONCore
+import Simulator
+import Testing
+
+/// Issue 23 through the daemon: an app with an `android` member registers Android phones over the
+/// API and its events reach them through its warm FCM pool, counted by provider in the report and
+/// in `/metrics`; the credential check covers the service account.
+@Suite struct ServeAndroidTests {
+    /// The app's Android side on the scenario's simulator (FCM on the push port, its CA).
+    static func android(_ scenario: FanoutScenario) -> String {
+        #","android":{"package":"com.example.quake","serviceAccountFile":"\#(scenario.running.simulator.fcmServiceAccountFile)","fcmHost":"127.0.0.1:\#(scenario.running.port)","caFile":"\#(scenario.running.certificates.ca)","connections":1}"#
+    }
+
+    static func androidRegistration(_ id: String, token: String, topic: String = "region:0", minLevel: Int = 0) -> String {
+        #"{"app":"\#(testBundle)","environment":"production","installationId":"\#(id)","platform":"android","fcmToken":"\#(token)","topics":[{"name":"\#(topic)","minLevel":\#(minLevel)}]}"#
+    }
+
+    @Test func anEventReachesTheAndroidPhonesRegisteredOverTheAPIThroughTheWarmFCMPool() throws {
+        let scenario = try FanoutScenario()
+        let daemon = try ServeTests.Daemon(scenario, appExtra: Self.android(scenario))
+        defer { _ = daemon.stop() }
+        for number in 0..<4 {
+            let ios = daemon.curl("POST", "/v1/installations", body: ServeTests.registration("ios-\(number)", pushToStart: FanoutScenario.token(number)), admin: false)
+            #expect(ios.status == 201, "\(ios.body)")
+            let android = daemon.curl("POST", "/v1/installations", body: Self.androidRegistration("android-\(number)", token: FanoutScenario.fcmToken(number),
+                                                                                                     minLevel: number), admin: false)
+            #expect(android.status == 201, "\(android.body)")
+        }
+        // Level 2: Android phones 0, 1 and 2 qualify, 3 subscribed above it.
+        let accepted = daemon.curl("POST", "/v1/events", body: startEvent(key: "eew-android", groups: [("region:0", 2, "quake")], channel: "null"))
+        #expect(accepted.status == 202, "\(accepted.body)")
+        let finished = try daemon.waitForEvent(try #require(try JSONParser.parse(accepted.body)["url"]?.stringValue))
+        let report = try #require(finished["report"])
+        #expect(report["delivered"]?.int64Value == 7 && report["android"]?["delivered"]?.int64Value == 3, "\(finished.jsonText)")
+        #expect(Set(scenario.fcmMessages().keys) == Set((0..<3).map(FanoutScenario.fcmToken)))
+        #expect(scenario.devicePushes().count == 4)
+        #expect(daemon.metric(#"sokuho_android_messages_total{app="\#(testBundle)/production",kind="start",outcome="delivered"}"#) == 3)
+        #expect(daemon.metric(#"sokuho_fcm_connections_up{app="\#(testBundle)/production"}"#) == 1)
+        #expect((daemon.metric(#"sokuho_fcm_access_tokens_total{app="\#(testBundle)/production"}"#) ?? 0) >= 1)
+        #expect(daemon.metric(#"sokuho_credential_check_ok{app="\#(testBundle)/production"}"#) == 1, "the token exchange passed")
+
+        // The update reaches the same three Android phones, once each.
+        let update = daemon.curl("POST", "/v1/events", body: followEvent(key: "eew-android", serial: 2, kind: "update", groups: [("region:0", 2, "later")], channel: "null"))
+        _ = try daemon.waitForEvent(try #require(try JSONParser.parse(update.body)["url"]?.stringValue))
+        let messages = scenario.fcmMessages()
+        #expect((0..<3).allSatisfy { messages[FanoutScenario.fcmToken($0)]?.map { $0["data"]?["kind"]?.stringValue ?? "" } == ["start", "update"] })
+    }
+
+    @Test func anAndroidRegistrationNamesItsBadFieldAndAnIOSBodyCannotCarryAnFCMToken() throws {
+        let scenario = try FanoutScenario()
+        let daemon = try ServeTests.Daemon(scenario, appExtra: Self.android(scenario))
+        defer { _ = daemon.stop() }
+        let bad = daemon.curl("POST", "/v1/installations", body: Self.androidRegistration("a-bad", token: "not a token!"), admin: false)
+        #expect(bad.status == 400 && bad.body.contains("fcmToken"), "\(bad.body)")
+        let mixed = #"{"app":"\#(testBundle)","environment":"production","installationId":"a-mixed","fcmToken":"\#(FanoutScenario.fcmToken(9))","topics":[]}"#
+        let answer = daemon.curl("POST", "/v1/installations", body: mixed, admin: false)
+        #expect(answer.status == 400 && answer.body.contains("fcmToken"), "\(answer.body)")
+    }
+}
