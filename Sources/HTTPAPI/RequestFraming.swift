@@ -1,0 +1,303 @@
+/// Why a request was refused before evhttp parsed it: the JSON error the handler layer answers in
+/// its place (with `Connection: close`).
+public struct FramingRefusal: Error, Sendable, Equatable {
+    public var status: Int
+    public var code: String
+    public var message: String
+}
+
+/// HTTP/1.1 message framing (RFC 9112), checked on a connection's raw bytes before evhttp reads them.
+///
+/// evhttp (libevent 2.1) is lenient where leniency lets a request mean two things: it keeps
+/// `Content-Length : 5` as a header named "Content-Length " (so the body becomes the next request),
+/// takes `Content-Length: +2` as 2, cuts a header value at a NUL, answers a chunk extension with 413
+/// and echoes `HTTP/1.2`. This type sees every byte first, in order, and releases to evhttp only
+/// what both read the same way:
+/// - a request head is held until its blank line, then checked as a whole (request line, field
+///   names and values, Content-Length and Transfer-Encoding); a good head is released (`HTTP/1.x`
+///   with x > 1 as `HTTP/1.1`, the highest version this server speaks), a bad one is replaced by a
+///   stand-in `GET /` and its refusal queued, so the handler layer answers it in JSON;
+/// - a body is released as it comes, its end found the way evhttp finds it; chunk-size lines lose
+///   their extensions (RFC 9112 §7.1.1: a recipient ignores the ones it does not know);
+/// - after a refusal nothing more is released: the connection is answered and closed.
+///
+/// `verdicts` has one entry per head released, in order; evhttp hands requests to the handler in
+/// the same order, so the handler takes the first (nil: serve it).
+struct RequestFraming {
+    private enum State {
+        case head
+        case body(remaining: Int)
+        case chunkSize
+        case chunkData(remaining: Int)
+        case chunkEnd
+        case trailer
+        case refused
+    }
+
+    private var state = State.head
+    /// The incomplete line being read.
+    private var partial: [UInt8] = []
+    /// The complete lines of the head being read, without their line ends.
+    private var headLines: [[UInt8]] = []
+    private var headBytes = 0
+    private let maximumHeadBytes: Int
+    private(set) var verdicts: [FramingRefusal?] = []
+
+    init(maximumHeadBytes: Int) {
+        self.maximumHeadBytes = maximumHeadBytes
+    }
+
+    /// The verdict on the next request evhttp hands over; nil when there is none queued.
+    mutating func takeVerdict() -> FramingRefusal? {
+        verdicts.isEmpty ? nil : verdicts.removeFirst()
+    }
+
+    /// Releases nothing more (the stream can no longer be followed).
+    mutating func abandon() {
+        state = .refused
+        partial = []
+        headLines = []
+    }
+
+    /// Reads `input` and returns the bytes evhttp may read now.
+    mutating func feed(_ input: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        var index = 0
+        while index < input.count {
+            switch state {
+            case .refused:
+                return out
+            case let .body(remaining):
+                let count = min(remaining, input.count - index)
+                out += input[index..<index + count]
+                index += count
+                state = remaining == count ? .head : .body(remaining: remaining - count)
+            case let .chunkData(remaining):
+                let count = min(remaining, input.count - index)
+                out += input[index..<index + count]
+                index += count
+                state = remaining == count ? .chunkEnd : .chunkData(remaining: remaining - count)
+            case .head, .chunkSize, .chunkEnd, .trailer:
+                guard let newline = input[index...].firstIndex(of: UInt8(ascii: "\n")) else {
+                    partial += input[index...]
+                    index = input.count
+                    if headBytes + partial.count > maximumHeadBytes { refuse(Self.tooLarge(maximumHeadBytes), into: &out) }
+                    continue
+                }
+                var line = partial + input[index..<newline]
+                partial = []
+                index = newline + 1
+                // CRLF or a bare LF ends a line (RFC 9112 §2.2 lets a recipient take LF alone, and
+                // evhttp does); a CR anywhere else is a control character in the line.
+                if line.last == UInt8(ascii: "\r") { line.removeLast() }
+                if headBytes + line.count + 2 > maximumHeadBytes { refuse(Self.tooLarge(maximumHeadBytes), into: &out); continue }
+                readLine(line, into: &out)
+            }
+        }
+        return out
+    }
+
+    private mutating func readLine(_ line: [UInt8], into out: inout [UInt8]) {
+        switch state {
+        case .head:
+            if line.isEmpty {
+                // RFC 9112 §2.2: empty lines before a request line (a client's stray CRLF after a
+                // body) are skipped.
+                if headLines.isEmpty { return }
+                finishHead(into: &out)
+            } else {
+                headLines.append(line)
+                headBytes += line.count + 2
+            }
+        case .chunkSize:
+            guard let size = Self.chunkSize(line) else {
+                refuse(FramingRefusal(status: 400, code: "invalid_request",
+                                      message: "a chunk-size line is not hexadecimal digits with optional ;extensions"), into: &out)
+                return
+            }
+            out += Array(String(size, radix: 16).utf8) + [13, 10]
+            state = size == 0 ? .trailer : .chunkData(remaining: size)
+        case .chunkEnd:
+            guard line.isEmpty else {
+                refuse(FramingRefusal(status: 400, code: "invalid_request", message: "a chunk's data is longer than its size"), into: &out)
+                return
+            }
+            out += [13, 10]
+            state = .chunkSize
+        case .trailer:
+            if line.isEmpty {
+                out += [13, 10]
+                headBytes = 0
+                state = .head
+                return
+            }
+            if let refusal = Self.fieldProblem(line) { refuse(refusal, into: &out); return }
+            headBytes += line.count + 2
+            out += line + [13, 10]
+        case .body, .chunkData, .refused:
+            break
+        }
+    }
+
+    /// A whole head has been read: release it, or the stand-in for its refusal.
+    private mutating func finishHead(into out: inout [UInt8]) {
+        let lines = headLines
+        headLines = []
+        headBytes = 0
+        switch Self.judge(lines) {
+        case let .failure(refusal):
+            refuse(refusal, into: &out)
+        case let .success(head):
+            verdicts.append(nil)
+            out += head.requestLine + [13, 10]
+            for line in lines.dropFirst() { out += line + [13, 10] }
+            out += [13, 10]
+            switch head.body {
+            case .none: state = .head
+            case let .length(count): state = count > 0 ? .body(remaining: count) : .head
+            case .chunked: state = .chunkSize
+            }
+        }
+    }
+
+    /// Queues `refusal` for the request being read and ends what evhttp reads of it: a head becomes
+    /// the stand-in, a chunked body ends at once (its request is answered with the refusal).
+    private mutating func refuse(_ refusal: FramingRefusal, into out: inout [UInt8]) {
+        switch state {
+        case .head:
+            verdicts.append(refusal)
+            out += Array("GET / HTTP/1.1\r\n\r\n".utf8)
+        case .chunkSize, .chunkEnd:
+            if !verdicts.isEmpty { verdicts[verdicts.count - 1] = refusal }
+            out += Array("0\r\n\r\n".utf8)
+        case .trailer:
+            if !verdicts.isEmpty { verdicts[verdicts.count - 1] = refusal }
+            out += [13, 10]
+        case .body, .chunkData, .refused:
+            break
+        }
+        partial = []
+        headLines = []
+        state = .refused
+    }
+
+    private static func tooLarge(_ limit: Int) -> FramingRefusal {
+        FramingRefusal(status: 400, code: "invalid_request", message: "the request line and headers are over \(limit) bytes")
+    }
+
+    // MARK: - Judging a head
+
+    private enum BodyFraming { case none, length(Int), chunked }
+    private struct Head { var requestLine: [UInt8]; var body: BodyFraming }
+
+    /// The methods evhttp reads a body for; for any other (HEAD, TRACE, an unknown one) it reads
+    /// none, so a body declared there would be read as the next request.
+    private static let bodyMethods: Set<String> = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT"]
+
+    private static func judge(_ lines: [[UInt8]]) -> Result<Head, FramingRefusal> {
+        func bad(_ message: String) -> Result<Head, FramingRefusal> {
+            .failure(FramingRefusal(status: 400, code: "invalid_request", message: message))
+        }
+        let parts = lines[0].split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
+        guard parts.count == 3, !parts[0].isEmpty, parts[0].allSatisfy(isTokenByte),
+              !parts[1].isEmpty, parts[1].allSatisfy({ $0 > 0x20 && $0 != 0x7F }) else {
+            return bad("the request line is not METHOD SP request-target SP HTTP-version")
+        }
+        let version = Array(parts[2])
+        guard version.count == 8, version.starts(with: Array("HTTP/".utf8)), isDigit(version[5]),
+              version[6] == UInt8(ascii: "."), isDigit(version[7]) else {
+            return bad("the request line's version is not HTTP/<digit>.<digit>")
+        }
+        guard version[5] == UInt8(ascii: "1") else {
+            return .failure(FramingRefusal(status: 505, code: "http_version_not_supported",
+                                           message: "this server speaks HTTP/1.1 (and 1.0); the request is \(String(decoding: version, as: UTF8.self))"))
+        }
+        var lengths: Set<Int> = []
+        var transferEncodings: [String] = []
+        for line in lines.dropFirst() {
+            if let refusal = fieldProblem(line) { return .failure(refusal) }
+            let colon = line.firstIndex(of: UInt8(ascii: ":"))!
+            let name = String(decoding: line[..<colon], as: UTF8.self).lowercased()
+            let value = trimmed(line[(colon + 1)...])
+            if name == "content-length" {
+                guard !value.isEmpty, value.count <= 18, value.allSatisfy(isDigit), let length = Int(String(decoding: value, as: UTF8.self)) else {
+                    return bad("Content-Length is not a decimal number of bytes")
+                }
+                lengths.insert(length)
+            } else if name == "transfer-encoding" {
+                transferEncodings.append(String(decoding: value, as: UTF8.self).lowercased())
+            }
+        }
+        if lengths.count > 1 || (!lengths.isEmpty && !transferEncodings.isEmpty) {
+            return bad("the request has conflicting Content-Length or Transfer-Encoding headers; send exactly one of them")
+        }
+        let method = String(decoding: parts[0], as: UTF8.self)
+        var body = BodyFraming.none
+        if !transferEncodings.isEmpty {
+            guard transferEncodings == ["chunked"] else {
+                return .failure(FramingRefusal(status: 501, code: "not_implemented",
+                                               message: "Transfer-Encoding: the only coding this server reads is chunked"))
+            }
+            body = .chunked
+        } else if let length = lengths.first {
+            body = .length(length)
+        }
+        if !bodyMethods.contains(method) {
+            switch body {
+            case .none, .length(0): body = .none
+            default: return bad("a \(method) request has no body; it declares one")
+            }
+        }
+        // HTTP/1.x with x > 1 is answered as what this server speaks (RFC 9110 §6.2).
+        var requestLine = lines[0]
+        if version[7] != UInt8(ascii: "0"), version[7] != UInt8(ascii: "1") { requestLine[requestLine.count - 1] = UInt8(ascii: "1") }
+        return .success(Head(requestLine: requestLine, body: body))
+    }
+
+    /// What is wrong with a field line (`name: value`), or nil.
+    private static func fieldProblem(_ line: [UInt8]) -> FramingRefusal? {
+        func bad(_ message: String) -> FramingRefusal { FramingRefusal(status: 400, code: "invalid_request", message: message) }
+        if line.first == UInt8(ascii: " ") || line.first == UInt8(ascii: "\t") {
+            return bad("a header line starts with whitespace (obsolete line folding); send each header on one line")
+        }
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return bad("a header line has no colon") }
+        let name = line[..<colon]
+        if let last = name.last, last == UInt8(ascii: " ") || last == UInt8(ascii: "\t") {
+            return bad("whitespace between a header name and its colon (RFC 9112 §5.1)")
+        }
+        guard !name.isEmpty, name.allSatisfy(isTokenByte) else { return bad("a header name is not a token") }
+        let printableName = String(decoding: name, as: UTF8.self)
+        guard line[(colon + 1)...].allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }) else {
+            return bad("header \(printableName) has a control character in its value")
+        }
+        return nil
+    }
+
+    /// `chunk-size [ chunk-ext ]`: the size, or nil. Extensions are checked for control characters
+    /// only, then dropped.
+    private static func chunkSize(_ line: [UInt8]) -> Int? {
+        let digits = line.prefix { isHexDigit($0) }
+        guard !digits.isEmpty, digits.count <= 15, let size = Int(String(decoding: digits, as: UTF8.self), radix: 16) else { return nil }
+        let rest = line[digits.endIndex...].drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+        guard rest.isEmpty || (rest.first == UInt8(ascii: ";") && rest.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) })) else { return nil }
+        return size
+    }
+
+    private static func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        let isSpace = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        guard let first = bytes.firstIndex(where: { !isSpace($0) }), let last = bytes.lastIndex(where: { !isSpace($0) }) else { return [] }
+        return bytes[first...last]
+    }
+
+    private static func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        isDigit(byte) || (byte >= 0x41 && byte <= 0x46) || (byte >= 0x61 && byte <= 0x66)
+    }
+
+    /// tchar (RFC 9110 §5.6.2).
+    private static func isTokenByte(_ byte: UInt8) -> Bool {
+        if isDigit(byte) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) { return true }
+        return Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+    }
+}
