@@ -92,7 +92,7 @@ import Testing
             client.send("POST /next HTTP/1.1\r\nContent-Length: 2\r\n\r\nokGET / HTTP/1.1\r\nX-Test : smuggled\r\n\r\n")
             let answer = client.readUntilClosed()
             // The bodies end without a line break: the status lines follow them on the same line.
-            let statuses = answer.split(separator: "HTTP/1.1 ").map { $0.prefix { $0 != "\r" } }
+            let statuses = answer.split(separator: "HTTP/1.1 ").map { $0.prefix { $0 != "\r\n" } }
             #expect(statuses == ["200 OK", "200 OK", "400 Bad Request"], "\(answer)")
             #expect(answer.contains("POST /slow - abc") && answer.contains("POST /next - ok"), "\(answer)")
             #expect(client.closed)
