@@ -44,13 +44,19 @@ package final class Router: @unchecked Sendable {
         apiWorker.stop()
     }
 
-    package func answer(_ request: HTTPRequest) -> HTTPAnswer {
+    package func answer(_ sent: HTTPRequest) -> HTTPAnswer {
         guard let service else { return .response(.error(status: 503, code: "stopping", message: "the daemon is stopping")) }
-        if request.path.hasPrefix("/v1/"), let limiter = service.rateLimiter, let wait = limiter.admit(Self.host(of: request.clientAddress)) {
+        if sent.path.hasPrefix("/v1/"), let limiter = service.rateLimiter, let wait = limiter.admit(Self.host(of: sent.clientAddress)) {
             var response = HTTPResponse.error(status: 429, code: "rate_limited", message: "too many requests from this address; retry after the Retry-After seconds")
             response.headers.append(("Retry-After", String(max(1, (wait.milliseconds + 999) / 1000))))
             return .response(response)
         }
+        if let refusal = Self.methodRefusal(sent, statusPage: service.configuration.statusPage) { return .response(refusal) }
+        // HEAD is answered as GET; the HTTP layer sends the headers (the body's Content-Length
+        // included) without the body.
+        var asGet = sent
+        if asGet.method == "HEAD" { asGet.method = "GET" }
+        let request = asGet
         switch (request.method, request.path) {
         case ("GET", "/healthz"):
             return .response(.json(Array(#"{"status":"ok"}"#.utf8)))
@@ -112,6 +118,43 @@ package final class Router: @unchecked Sendable {
         default:
             return .response(.error(status: 404, code: "not_found", message: "no such route: \(request.method) \(request.path)"))
         }
+    }
+
+    /// The methods each path takes (HEAD wherever GET is), or nil for a path the API does not have
+    /// (answered 404 whatever the method).
+    package static func allowedMethods(_ path: String, statusPage: Bool) -> [String]? {
+        let read = ["GET", "HEAD"]
+        switch path {
+        case "/": return statusPage ? read : nil
+        case "/healthz", "/readyz", "/metrics", "/v1/tokens/stats": return read
+        case "/v1/events", Self.channelsPath: return read + ["POST"]
+        case "/v1/promote", Self.installationsPath: return ["POST"]
+        default: break
+        }
+        if path.hasPrefix("/v1/events/") { return read }
+        if path.hasPrefix(Self.channelsPath + "/") { return ["DELETE"] }
+        if path.hasPrefix(Self.installationsPath + "/") {
+            let parts = path.dropFirst(Self.installationsPath.count + 1).split(separator: "/", omittingEmptySubsequences: false)
+            if parts.count == 1 { return ["PUT", "DELETE"] }
+            if parts.count == 2, parts[1] == "activities" { return ["POST"] }
+        }
+        return nil
+    }
+
+    /// 501 for a method HTTP/1.1 does not define (on any path: the server implements it nowhere,
+    /// RFC 9110 §15.6.2); 405 with `Allow` for a method the path does not take, TRACE and CONNECT
+    /// included (RFC 9110 §15.5.6). nil: the method is the path's.
+    package static func methodRefusal(_ request: HTTPRequest, statusPage: Bool) -> HTTPResponse? {
+        let known: Set = ["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "TRACE", "CONNECT"]
+        guard known.contains(request.method) else {
+            return .error(status: 501, code: "not_implemented",
+                          message: "the request's method is not one this server implements on any path; the API uses GET, HEAD, POST, PUT and DELETE")
+        }
+        guard let allowed = allowedMethods(request.path, statusPage: statusPage), !allowed.contains(request.method) else { return nil }
+        var response = HTTPResponse.error(status: 405, code: "method_not_allowed",
+                                          message: "\(request.method) is not a method of \(request.path); it takes \(allowed.joined(separator: ", "))")
+        response.headers.append(("Allow", allowed.joined(separator: ", ")))
+        return response
     }
 
     /// `POST /v1/promote`'s answer (on a worker), for what the promotion came to.
