@@ -141,18 +141,15 @@ package final class Router: @unchecked Sendable {
         return nil
     }
 
-    /// 501 for a method HTTP/1.1 does not define (on any path: the server implements it nowhere,
-    /// RFC 9110 §15.6.2); 405 with `Allow` for a method the path does not take, TRACE and CONNECT
-    /// included (RFC 9110 §15.5.6). nil: the method is the path's.
+    /// 405 with `Allow` for a method the path does not take, whichever: TRACE, CONNECT and methods
+    /// this server does not know alike (RFC 9110 §15.5.6; one answer for all, so a client learns the
+    /// path's methods either way). nil: the method is the path's, or the path is none of the API's.
     package static func methodRefusal(_ request: HTTPRequest, statusPage: Bool) -> HTTPResponse? {
-        let known: Set = ["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "TRACE", "CONNECT"]
-        guard known.contains(request.method) else {
-            return .error(status: 501, code: "not_implemented",
-                          message: "the request's method is not one this server implements on any path; the API uses GET, HEAD, POST, PUT and DELETE")
-        }
         guard let allowed = allowedMethods(request.path, statusPage: statusPage), !allowed.contains(request.method) else { return nil }
+        // evhttp does not keep the name of a method it does not know.
+        let method = request.method == "UNKNOWN" ? "the request's method" : request.method
         var response = HTTPResponse.error(status: 405, code: "method_not_allowed",
-                                          message: "\(request.method) is not a method of \(request.path); it takes \(allowed.joined(separator: ", "))")
+                                          message: "\(method) is not a method of \(request.path); it takes \(allowed.joined(separator: ", "))")
         response.headers.append(("Allow", allowed.joined(separator: ", ")))
         return response
     }

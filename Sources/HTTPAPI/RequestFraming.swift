@@ -40,6 +40,9 @@ struct RequestFraming {
     /// The complete lines of the head being read, without their line ends.
     private var headLines: [[UInt8]] = []
     private var headBytes = 0
+    /// Whether the body being read goes to evhttp: not for a method evhttp reads no body for, whose
+    /// body is read here and dropped (its head is released without its framing headers).
+    private var releasingBody = true
     private let maximumHeadBytes: Int
     private(set) var verdicts: [FramingRefusal?] = []
 
@@ -69,12 +72,12 @@ struct RequestFraming {
                 return out
             case let .body(remaining):
                 let count = min(remaining, input.count - index)
-                out += input[index..<index + count]
+                if releasingBody { out += input[index..<index + count] }
                 index += count
                 state = remaining == count ? .head : .body(remaining: remaining - count)
             case let .chunkData(remaining):
                 let count = min(remaining, input.count - index)
-                out += input[index..<index + count]
+                if releasingBody { out += input[index..<index + count] }
                 index += count
                 state = remaining == count ? .chunkEnd : .chunkData(remaining: remaining - count)
             case .head, .chunkSize, .chunkEnd, .trailer:
@@ -115,25 +118,25 @@ struct RequestFraming {
                                       message: "a chunk-size line is not hexadecimal digits with optional ;extensions"), into: &out)
                 return
             }
-            out += Array(String(size, radix: 16).utf8) + [13, 10]
+            if releasingBody { out += Array(String(size, radix: 16).utf8) + [13, 10] }
             state = size == 0 ? .trailer : .chunkData(remaining: size)
         case .chunkEnd:
             guard line.isEmpty else {
                 refuse(FramingRefusal(status: 400, code: "invalid_request", message: "a chunk's data is longer than its size"), into: &out)
                 return
             }
-            out += [13, 10]
+            if releasingBody { out += [13, 10] }
             state = .chunkSize
         case .trailer:
             if line.isEmpty {
-                out += [13, 10]
+                if releasingBody { out += [13, 10] }
                 headBytes = 0
                 state = .head
                 return
             }
             if let refusal = Self.fieldProblem(line) { refuse(refusal, into: &out); return }
             headBytes += line.count + 2
-            out += line + [13, 10]
+            if releasingBody { out += line + [13, 10] }
         case .body, .chunkData, .refused:
             break
         }
@@ -149,8 +152,9 @@ struct RequestFraming {
             refuse(refusal, into: &out)
         case let .success(head):
             verdicts.append(nil)
+            releasingBody = head.releasesBody
             out += head.requestLine + [13, 10]
-            for line in lines.dropFirst() { out += line + [13, 10] }
+            for line in lines.dropFirst() where releasingBody || !Self.isFramingField(line) { out += line + [13, 10] }
             out += [13, 10]
             switch head.body {
             case .none: state = .head
@@ -168,9 +172,13 @@ struct RequestFraming {
             verdicts.append(refusal)
             out += Array("GET / HTTP/1.1\r\n\r\n".utf8)
         case .chunkSize, .chunkEnd:
+            // A body not released: evhttp already has the whole (body-less) request and may have
+            // answered it; nothing more is released, and evhttp's timeout closes the connection.
+            guard releasingBody else { break }
             if !verdicts.isEmpty { verdicts[verdicts.count - 1] = refusal }
             out += Array("0\r\n\r\n".utf8)
         case .trailer:
+            guard releasingBody else { break }
             if !verdicts.isEmpty { verdicts[verdicts.count - 1] = refusal }
             out += [13, 10]
         case .body, .chunkData, .refused:
@@ -188,10 +196,11 @@ struct RequestFraming {
     // MARK: - Judging a head
 
     private enum BodyFraming { case none, length(Int), chunked }
-    private struct Head { var requestLine: [UInt8]; var body: BodyFraming }
+    private struct Head { var requestLine: [UInt8]; var body: BodyFraming; var releasesBody: Bool }
 
     /// The methods evhttp reads a body for; for any other (HEAD, TRACE, an unknown one) it reads
-    /// none, so a body declared there would be read as the next request.
+    /// none, so a body declared there would be read as the next request: this type reads it instead
+    /// (framing does not depend on the method, RFC 9112 §6.3) and drops it.
     private static let bodyMethods: Set<String> = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT"]
 
     private static func judge(_ lines: [[UInt8]]) -> Result<Head, FramingRefusal> {
@@ -242,16 +251,17 @@ struct RequestFraming {
         } else if let length = lengths.first {
             body = .length(length)
         }
-        if !bodyMethods.contains(method) {
-            switch body {
-            case .none, .length(0): body = .none
-            default: return bad("a \(method) request has no body; it declares one")
-            }
-        }
         // HTTP/1.x with x > 1 is answered as what this server speaks (RFC 9110 §6.2).
         var requestLine = lines[0]
         if version[7] != UInt8(ascii: "0"), version[7] != UInt8(ascii: "1") { requestLine[requestLine.count - 1] = UInt8(ascii: "1") }
-        return .success(Head(requestLine: requestLine, body: body))
+        return .success(Head(requestLine: requestLine, body: body, releasesBody: bodyMethods.contains(method)))
+    }
+
+    /// Content-Length or Transfer-Encoding (a field line already judged well-formed).
+    private static func isFramingField(_ line: [UInt8]) -> Bool {
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return false }
+        let name = String(decoding: line[..<colon], as: UTF8.self).lowercased()
+        return name == "content-length" || name == "transfer-encoding"
     }
 
     /// What is wrong with a field line (`name: value`), or nil.

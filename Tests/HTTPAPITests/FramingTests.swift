@@ -29,7 +29,6 @@ import Testing
         ("GET / HTTP/1.1\r\nX-Test: a\u{1}b\r\n\r\n", 400, "control character"),
         ("GET / HTTP/1.1\r\nX-Test: a\rb\r\n\r\n", 400, "control character"),
         ("GET / HTTP/1.1\r\nX-Test: a\r\n b\r\n\r\n", 400, "folding"),
-        ("HEAD / HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello", 400, "no body"),
         ("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n", 400, "chunk-size"),
         ("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhello\r\n0\r\n\r\n", 400, "longer than its size"),
     ]
@@ -70,6 +69,20 @@ import Testing
     func everyMethodReachesTheHandler() throws {
         #expect(try exchange("TRACE /t HTTP/1.1\r\nConnection: close\r\n\r\n").hasSuffix("TRACE /t - "))
         #expect(try exchange("BREW /t HTTP/1.1\r\nConnection: close\r\n\r\n").hasSuffix("UNKNOWN /t - "))
+    }
+
+    @Test("a body on TRACE or HEAD is read and dropped, not read as the next request")
+    func aBodyOnABodilessMethodIsDropped() throws {
+        let echo = EchoHandler()
+        try withServer(handler: echo.answer) { server in
+            let client = RawClient(port: server.ports[0])
+            client.send("TRACE /t HTTP/1.1\r\nContent-Length: 26\r\n\r\nGET /smuggled HTTP/1.1\r\n\r\n"
+                        + "HEAD /h HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3;x\r\nGET\r\n0\r\n\r\n"
+                        + "POST /last HTTP/1.1\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+            let answer = client.readUntilClosed()
+            #expect(answer.contains("TRACE /t - ") && answer.contains("POST /last - ok") && !answer.contains("smuggled"), "\(answer)")
+            #expect(echo.count.load(ordering: .relaxed) == 3)
+        }
     }
 
     @Test("HEAD gets the handler's status and headers, Content-Length of the body, and no body")
