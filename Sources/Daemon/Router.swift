@@ -22,6 +22,8 @@ import Vocabulary
 ///   (a standby becomes the primary; `Service+Standby.swift`), and the channel
 ///   routes of `ChannelRoutes.swift`.
 /// - phones, without the admin token: `/v1/installations…` (see `InstallationRoutes.swift`).
+/// - every method: HEAD wherever GET is (answered as GET, sent without the body); any other method
+///   a path does not take is 405 with `Allow` (`allowedMethods`), before the admin token is asked for.
 ///
 /// The router holds the `Service` and decides who may call what (rate limit, admin token,
 /// standby); each route family's handlers are static and get only their port of it
