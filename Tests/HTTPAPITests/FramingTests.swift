@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import HTTPAPI
+@testable import HTTPAPI
 import JSONCore
 import Testing
 
@@ -119,6 +119,37 @@ import Testing
             let client = RawClient(port: server.ports[0])
             client.send(request)
             return client.readUntilClosed()
+        }
+    }
+}
+
+/// The framing as evhttp sees it, whatever the socket's reads cut the stream into.
+@Suite struct RequestFramingSplitTests {
+    static let stream = Array(("POST /a HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello"
+        + "POST /b HTTP/1.2\r\nTransfer-Encoding: chunked\r\n\r\n3;ext=1\r\nabc\r\n10\r\n0123456789abcdef\r\n0\r\nX-T: 1\r\n\r\n"
+        + "\r\nHEAD /c HTTP/1.1\r\nContent-Length: 3\r\n\r\nxyz"
+        + "GET /d HTTP/1.0\nX-Test: bare LF\n\n").utf8)
+
+    @Test("every cut of a pipelined stream releases the same bytes and verdicts as one read")
+    func everyCutReleasesTheSame() throws {
+        var whole = RequestFraming(maximumHeadBytes: 1024)
+        let expected = whole.feed(Self.stream)
+        #expect(whole.verdicts == [nil, nil, nil, nil])
+        let text = String(decoding: expected, as: UTF8.self)
+        #expect(text.contains("POST /b HTTP/1.1\r\n") && text.contains("3\r\nabc\r\n10\r\n") && !text.contains("ext"), "\(text)")
+        #expect(text.contains("HEAD /c HTTP/1.1\r\n\r\nGET /d"), "the HEAD's body is dropped with its Content-Length: \(text)")
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<200 {
+            var framing = RequestFraming(maximumHeadBytes: 1024)
+            var released: [UInt8] = []
+            var index = 0
+            while index < Self.stream.count {
+                let count = Int.random(in: 1...7, using: &generator)
+                released += framing.feed(Array(Self.stream[index..<min(index + count, Self.stream.count)]))
+                index += count
+            }
+            #expect(released == expected)
+            #expect(framing.verdicts == [nil, nil, nil, nil])
         }
     }
 }
