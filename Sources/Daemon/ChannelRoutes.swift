@@ -71,7 +71,9 @@ extension Router {
         case "DELETE" where request.path.hasPrefix(Self.channelsPath + "/"):
             let id: ChannelID
             do throws(ValidationError) { id = try ChannelID(String(request.path.dropFirst(Self.channelsPath.count + 1))) } catch {
-                return .response(.error(status: 404, code: "not_found", message: "channelId: \(error.message)"))
+                // The path names a channel, just not a well-formed one: the client's mistake (400), not
+                // a channel that is gone (a DELETE of one of those answers 200, alreadyDeleted).
+                return .response(.error(status: 400, code: "invalid_path", message: "channelId: \(error.message)"))
             }
             let app: QueriedApp
             switch Self.queryApp(request, desk: desk) {

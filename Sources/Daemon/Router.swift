@@ -22,6 +22,8 @@ import Vocabulary
 ///   (a standby becomes the primary; `Service+Standby.swift`), and the channel
 ///   routes of `ChannelRoutes.swift`.
 /// - phones, without the admin token: `/v1/installations…` (see `InstallationRoutes.swift`).
+/// - every method: HEAD wherever GET is (answered as GET, sent without the body); any other method
+///   a path does not take is 405 with `Allow` (`allowedMethods`), before the admin token is asked for.
 ///
 /// The router holds the `Service` and decides who may call what (rate limit, admin token,
 /// standby); each route family's handlers are static and get only their port of it
@@ -44,13 +46,19 @@ package final class Router: @unchecked Sendable {
         apiWorker.stop()
     }
 
-    package func answer(_ request: HTTPRequest) -> HTTPAnswer {
+    package func answer(_ sent: HTTPRequest) -> HTTPAnswer {
         guard let service else { return .response(.error(status: 503, code: "stopping", message: "the daemon is stopping")) }
-        if request.path.hasPrefix("/v1/"), let limiter = service.rateLimiter, let wait = limiter.admit(Self.host(of: request.clientAddress)) {
+        if sent.path.hasPrefix("/v1/"), let limiter = service.rateLimiter, let wait = limiter.admit(Self.host(of: sent.clientAddress)) {
             var response = HTTPResponse.error(status: 429, code: "rate_limited", message: "too many requests from this address; retry after the Retry-After seconds")
             response.headers.append(("Retry-After", String(max(1, (wait.milliseconds + 999) / 1000))))
             return .response(response)
         }
+        if let refusal = Self.methodRefusal(sent, statusPage: service.configuration.statusPage) { return .response(refusal) }
+        // HEAD is answered as GET; the HTTP layer sends the headers (the body's Content-Length
+        // included) without the body.
+        var asGet = sent
+        if asGet.method == "HEAD" { asGet.method = "GET" }
+        let request = asGet
         switch (request.method, request.path) {
         case ("GET", "/healthz"):
             return .response(.json(Array(#"{"status":"ok"}"#.utf8)))
@@ -112,6 +120,40 @@ package final class Router: @unchecked Sendable {
         default:
             return .response(.error(status: 404, code: "not_found", message: "no such route: \(request.method) \(request.path)"))
         }
+    }
+
+    /// The methods each path takes (HEAD wherever GET is), or nil for a path the API does not have
+    /// (answered 404 whatever the method).
+    package static func allowedMethods(_ path: String, statusPage: Bool) -> [String]? {
+        let read = ["GET", "HEAD"]
+        switch path {
+        case "/": return statusPage ? read : nil
+        case "/healthz", "/readyz", "/metrics", "/v1/tokens/stats": return read
+        case "/v1/events", Self.channelsPath: return read + ["POST"]
+        case "/v1/promote", Self.installationsPath: return ["POST"]
+        default: break
+        }
+        if path.hasPrefix("/v1/events/") { return read }
+        if path.hasPrefix(Self.channelsPath + "/") { return ["DELETE"] }
+        if path.hasPrefix(Self.installationsPath + "/") {
+            let parts = path.dropFirst(Self.installationsPath.count + 1).split(separator: "/", omittingEmptySubsequences: false)
+            if parts.count == 1 { return ["PUT", "DELETE"] }
+            if parts.count == 2, parts[1] == "activities" { return ["POST"] }
+        }
+        return nil
+    }
+
+    /// 405 with `Allow` for a method the path does not take, whichever: TRACE, CONNECT and methods
+    /// this server does not know alike (RFC 9110 §15.5.6; one answer for all, so a client learns the
+    /// path's methods either way). nil: the method is the path's, or the path is none of the API's.
+    package static func methodRefusal(_ request: HTTPRequest, statusPage: Bool) -> HTTPResponse? {
+        guard let allowed = allowedMethods(request.path, statusPage: statusPage), !allowed.contains(request.method) else { return nil }
+        // evhttp does not keep the name of a method it does not know.
+        let method = request.method == "UNKNOWN" ? "the request's method" : request.method
+        var response = HTTPResponse.error(status: 405, code: "method_not_allowed",
+                                          message: "\(method) is not a method of \(request.path); it takes \(allowed.joined(separator: ", "))")
+        response.headers.append(("Allow", allowed.joined(separator: ", ")))
+        return response
     }
 
     /// `POST /v1/promote`'s answer (on a worker), for what the promotion came to.

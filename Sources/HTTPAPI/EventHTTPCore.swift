@@ -22,11 +22,14 @@ final class EventHTTPCore: @unchecked Sendable {
     /// Requests waiting for a deferred answer, by responder id.
     private var deferred: [UInt64: OpaquePointer] = [:]
     private var nextDeferred: UInt64 = 1
+    /// HTTP/1.1 framing checked before evhttp parses (`RequestFraming`).
+    private let framing: FramingGuard
 
     init(listen addresses: [(host: String, port: Int)], limits: HTTPLimits,
          answer: @escaping @Sendable (HTTPRequest) -> HTTPAnswer) throws(HTTPServerError) {
         guard !addresses.isEmpty else { throw .noAddress }
         self.answer = answer
+        framing = FramingGuard(maximumHeadBytes: limits.maximumHeaderBytes)
         do throws(LibEvent.Failure) {
             base = try LibEvent.require("event_base_new", event_base_new())
             http = try LibEvent.require("evhttp_new", evhttp_new(base))
@@ -39,10 +42,10 @@ final class EventHTTPCore: @unchecked Sendable {
         let (seconds, attoseconds) = limits.timeout.components
         var timeout = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
         evhttp_set_timeout_tv(http, &timeout)
-        // TRACE and CONNECT stay refused (evhttp answers 501): an API has no use for them.
-        let methods: [evhttp_cmd_type] = [EVHTTP_REQ_GET, EVHTTP_REQ_POST, EVHTTP_REQ_PUT, EVHTTP_REQ_DELETE,
-                                          EVHTTP_REQ_HEAD, EVHTTP_REQ_OPTIONS, EVHTTP_REQ_PATCH]
-        evhttp_set_allowed_methods(http, UInt16(methods.reduce(0) { $0 | $1.rawValue }))
+        // Every method reaches the handler, TRACE, CONNECT and ones evhttp does not know included:
+        // the API answers them (405 or 501, in JSON) rather than evhttp's HTML 501.
+        evhttp_set_allowed_methods(http, UInt16.max)
+        framing.install(on: http!)
         // One callback for every path: routing belongs to the API layer, and evhttp's own 404 page
         // (HTML) is never used.
         let context = Unmanaged.passUnretained(self).toOpaque()
@@ -120,6 +123,7 @@ final class EventHTTPCore: @unchecked Sendable {
     func close() {
         mailbox.close()
         deferred.removeAll()
+        framing.removeAll()
         acceptGuard.close()
         if let wakeEvent { event_free(wakeEvent) }
         if let http { evhttp_free(http) }
@@ -146,16 +150,13 @@ final class EventHTTPCore: @unchecked Sendable {
             send(.error(status: 500, code: "internal", message: "cannot read the request: \(error)"), to: request)
             return
         }
-        // Framing evhttp lets through: two Content-Length values that disagree (it takes the
-        // first), or Content-Length beside Transfer-Encoding. Behind a proxy that frames the
-        // other way, the rest of the body would be read as another request (request smuggling),
-        // so it is refused and the connection closed.
-        let lengths = Set(parsed.headers.filter { $0.0 == "content-length" }.map { $0.1.trimmingSpaces })
-        if lengths.count > 1 || (!lengths.isEmpty && parsed.header("transfer-encoding") != nil) {
-            var refusal = HTTPResponse.error(status: 400, code: "invalid_request",
-                                             message: "the request has conflicting Content-Length or Transfer-Encoding headers; send exactly one of them")
-            refusal.headers.append(("Connection", "close"))
-            send(refusal, to: request)
+        // A request whose framing was refused reached evhttp as a stand-in (`RequestFraming`): it
+        // is answered with the refusal, and the connection closed (the rest of the stream was not
+        // read as the client meant it).
+        if let refusal = framing.verdict(for: request) {
+            var response = HTTPResponse.error(status: refusal.status, code: refusal.code, message: refusal.message)
+            response.headers.append(("Connection", "close"))
+            send(response, to: request)
             return
         }
         switch answer(parsed) {
@@ -185,14 +186,5 @@ final class EventHTTPCore: @unchecked Sendable {
                 evhttp_send_error(request, 500, nil)
             }
         }
-    }
-}
-
-private extension String {
-    /// Without leading and trailing spaces and tabs (header values may carry them).
-    var trimmingSpaces: Substring {
-        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
-        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else { return "" }
-        return self[first...last]
     }
 }

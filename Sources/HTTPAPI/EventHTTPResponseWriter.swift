@@ -11,6 +11,15 @@ enum EventHTTPResponseWriter {
             // -1 for a name or value with CR/LF in it: header injection is refused, not sent.
             try LibEvent.check("evhttp_add_header", evhttp_add_header(headers, name, value))
         }
+        // HEAD: the headers the GET would have, its Content-Length included, and no body
+        // (RFC 9110 §9.3.2; evhttp sends neither for HEAD by itself).
+        if evhttp_request_get_command(request) == EVHTTP_REQ_HEAD {
+            if !response.headers.contains(where: { $0.0.lowercased() == "content-length" }) {
+                try LibEvent.check("evhttp_add_header", evhttp_add_header(headers, "Content-Length", String(response.body.count)))
+            }
+            evhttp_send_reply(request, Int32(response.status), nil, nil)
+            return
+        }
         let buffer = try LibEvent.require("evhttp_request_get_output_buffer", evhttp_request_get_output_buffer(request))
         if !response.body.isEmpty {
             let rc = response.body.withUnsafeBytes { evbuffer_add(buffer, $0.baseAddress, $0.count) }

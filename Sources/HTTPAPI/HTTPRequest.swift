@@ -1,7 +1,9 @@
 /// One HTTP/1.1 request as the handler sees it: plain values copied out of libevent, so a handler may
 /// keep it or hand it to another thread after the C request is gone.
 public struct HTTPRequest: Sendable {
-    /// "GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH", "CONNECT" or "TRACE".
+    /// "GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH", "CONNECT", "TRACE", or "UNKNOWN"
+    /// for a method evhttp does not know (it keeps no name for it). A HEAD is answered without the
+    /// response's body (the HTTP layer drops it, keeping its Content-Length).
     public var method: String
     /// The percent-decoded path without the query ("/v1/events/a b" for "/v1/events/a%20b?x=1").
     public var path: String

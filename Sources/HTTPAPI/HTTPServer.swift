@@ -6,14 +6,15 @@ import Synchronization
 /// or answer `.deferred` and respond from elsewhere. evhttp parses and bounds the requests; this type
 /// only turns them into values and back.
 ///
-/// What evhttp answers by itself, before any handler runs, with its own HTML page and
-/// `Connection: close` (libevent 2.1 has no hook to replace it; HTTPServerTests pin these down):
-/// a body over `maximumBodyBytes` (Content-Length or chunked) → 413; headers over
-/// `maximumHeaderBytes` → 400; TRACE, CONNECT or an unknown method → 501; a malformed request line,
-/// header line, Content-Length or HTTP version → 400. Every other answer — the handler's, and this
-/// module's own 500s — is the handler's or JSON (`HTTPResponse.error`). One framing check evhttp
-/// lacks is this module's: Content-Length values that disagree, or Content-Length beside
-/// Transfer-Encoding, are a JSON 400 `invalid_request` and the connection is closed.
+/// Framing is checked before evhttp parses (`RequestFraming`, RFC 9112): a request line, header
+/// line, Content-Length, Transfer-Encoding or version that could be read two ways, or a head over
+/// `maximumHeaderBytes`, is a JSON 400 (501 for a transfer coding other than chunked, 505 for an
+/// HTTP major version other than 1) with `Connection: close`, and no handler sees it. Every method
+/// reaches the handler (HTTPRequest.method "UNKNOWN" for one evhttp does not know). What evhttp
+/// still answers by itself, with its own HTML page and `Connection: close` (HTTPServerTests pin it
+/// down): a body over `maximumBodyBytes` (Content-Length or chunked) → 413; a request target its
+/// URI parser refuses → 400. A HEAD's answer carries the headers (Content-Length included) without
+/// the body. Every other answer is the handler's, or JSON (`HTTPResponse.error`).
 public final class HTTPServer: Sendable {
     private enum State { case ready, running(OSThread), stopped }
     private let core: EventHTTPCore

@@ -172,9 +172,18 @@ import Testing
             if let spec = test["headersGenerate"] { headers.append(String(decoding: Self.generate(spec), as: UTF8.self)) }
             if test["chunked"]?.boolValue == true { headers.append("Transfer-Encoding: chunked") }
             let path = test["pathGenerate"].map { String(decoding: Self.generate($0), as: UTF8.self) } ?? test["path"]?.stringValue ?? "/"
-            let answer = daemon.exchange(test["method"]?.stringValue ?? "GET", path, body: body,
-                                         admin: test["admin"]?.boolValue ?? true, headers: headers)
             var problems: [String] = []
+            let answer: ServeTests.Daemon.Exchange
+            if let raw = test["raw"]?.stringValue {
+                // What curl will not send: the request's bytes as written, on a socket of its own.
+                let sent = Self.rawExchange(port: daemon.port, Array(raw.replacing("{adminToken}", with: daemon.token).utf8))
+                answer = ServeTests.Daemon.Exchange(status: sent.status, headers: [:], body: sent.body)
+                if let head = test["head"]?.stringValue, !sent.head.contains(head) { problems.append("the answer's head lacks '\(head)': \(sent.head)") }
+                if sent.answers != 1 { problems.append("\(sent.answers) answers, expected one") }
+            } else {
+                answer = daemon.exchange(test["method"]?.stringValue ?? "GET", path, body: body,
+                                         admin: test["admin"]?.boolValue ?? true, headers: headers)
+            }
             let status = Int(test["status"]?.int64Value ?? 0)
             if answer.status != status { problems.append("status \(answer.status), expected \(status)") }
             if let code = test["code"]?.stringValue {
@@ -199,6 +208,51 @@ import Testing
         } else {
             print("bad inputs tried: \(tried); \(failures.count) not refused as the corpus expects")
         }
+    }
+}
+
+extension BadInputTests {
+    /// Sends `request` on a connection of its own, half-closes it, and reads until the daemon
+    /// closes it (20 s at most): the first answer's status, head and body, and how many answers came.
+    static func rawExchange(port: Int, _ request: [UInt8]) -> (status: Int, head: String, body: String, answers: Int) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return (0, "", "socket failed", 0) }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { return (0, "", "connect failed", 0) }
+        var sent = 0
+        while sent < request.count {
+            let n = request[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard n > 0 else { break }
+            sent += n
+        }
+        shutdown(fd, Int32(SHUT_WR))
+        var received: [UInt8] = []
+        let deadline = MonotonicClock.now + 20
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while MonotonicClock.now < deadline {
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 1000) >= 0 else { break }
+            if poller.revents == 0 { continue }
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            received += chunk[..<n]
+        }
+        let text = String(decoding: received, as: UTF8.self)
+        guard let end = text.firstRange(of: "\r\n\r\n") else { return (0, text, "", 0) }
+        let head = String(text[..<end.lowerBound])
+        let status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
+        let answers = text.ranges(of: "\r\n\r\n").count
+        let length = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+            .flatMap { Int($0.dropFirst("content-length:".count).trimmingPrefix(" ")) } ?? 0
+        let body = String(decoding: Array(text[end.upperBound...].utf8).prefix(length), as: UTF8.self)
+        return (status, head, body, answers - (body.contains("\r\n\r\n") ? 1 : 0))
     }
 }
 

@@ -226,7 +226,7 @@ import Testing
         let scenario = try FanoutScenario()
         let daemon = try ServeTests.Daemon(scenario)
         defer { _ = daemon.stop() }
-        for (method, path) in [("GET", "/v1/nothing"), ("GET", "/v1/installations"), ("PATCH", "/v1/events"), ("GET", "/v2/events")] {
+        for (method, path) in [("GET", "/v1/nothing"), ("GET", "/v2/events"), ("PATCH", "/v2/events")] {
             #expect(spec.operation(method, path) == nil, "\(method) \(path) is documented")
             let answer = daemon.exchange(method, path)
             #expect(answer.status == 404, "\(method) \(path): \(answer.status) \(answer.body)")
@@ -235,6 +235,26 @@ import Testing
             let problems = spec.validate(body, spec.schema(named: "Error"), at: "\(method) \(path)")
             #expect(problems.isEmpty, "\(problems)")
             #expect(body["error"]?["code"]?.stringValue == "not_found")
+        }
+    }
+
+    @Test("a documented path with a method it does not take answers 405 with Allow and the error schema")
+    func aDocumentedPathWithAnotherMethodAnswers405() throws {
+        let spec = try OpenAPISpec()
+        let scenario = try FanoutScenario()
+        let daemon = try ServeTests.Daemon(scenario)
+        defer { _ = daemon.stop() }
+        for (method, path, allowed) in [("GET", "/v1/installations", "POST"), ("PATCH", "/v1/events", "GET, HEAD, POST"),
+                                        ("TRACE", "/healthz", "GET, HEAD"), ("POST", "/v1/channels/abc", "DELETE")] {
+            #expect(spec.operation(method, path) == nil, "\(method) \(path) is documented")
+            let answer = daemon.exchange(method, path, admin: false)
+            #expect(answer.status == 405, "\(method) \(path): \(answer.status) \(answer.body)")
+            #expect(answer.header("Allow") == allowed, "\(method) \(path)")
+            let body = try JSONParser.parse(answer.body)
+            #expect(spec.validate(body, spec.schema(named: "Error"), at: "\(method) \(path)").isEmpty)
+            #expect(body["error"]?["code"]?.stringValue == "method_not_allowed")
+            let documented = try #require(spec.root["components"]?["responses"]?["MethodNotAllowed"]?["headers"]?["Allow"])
+            #expect(documented["required"]?.boolValue == true)
         }
     }
 

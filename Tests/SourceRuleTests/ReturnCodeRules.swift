@@ -102,6 +102,10 @@ struct ReturnCodeRule: Sendable, CustomTestStringConvertible {
                 "evhttp_set_gencb", "evhttp_free", "event_free", "event_base_free", "evhttp_send_reply", "evhttp_send_error",
                 "evhttp_clear_headers", "evhttp_connection_get_peer", "evbuffer_get_length", "evhttp_request_get_command",
                 "evhttp_uri_get_path", "evhttp_uri_get_query", "event_get_version",
+                "evhttp_set_bevcb", "evhttp_connection_set_closecb", "evhttp_request_get_connection",
+                "evhttp_connection_get_bufferevent", "evbuffer_free",
+                // bufferevent_getcb and bufferevent_free return nothing ("event_" matches inside the name).
+                "event_getcb", "event_free",
             ],
             notCalls: [], ignoredPrefixes: [], excludedFiles: [], followingLines: 1, minimumCalls: 25),
         ReturnCodeRule(
