@@ -50,7 +50,8 @@ enum DemoCommand {
 
         let phones = try populate(store, installations: installations, regions: regions)
         if !json {
-            console.print("sokuho demo: simulator on 127.0.0.1:\(simulator.port); \(installations) phones in \(regions) regions (\(phones.broadcastCapable) on iOS 18, \(phones.deviceOnly) without Live Activities)")
+            console.print("sokuho demo: simulator on 127.0.0.1:\(simulator.port); \(installations) phones in \(regions) regions (\(phones.broadcastCapable) on iOS 18, "
+                          + "\(phones.iOS17.count) on iOS 17, \(phones.android) on Android, \(phones.deviceOnly) without Live Activities)")
         }
         let options = try fanoutOptions(simulator: simulator, certificates: certificates)
         let key = "eew-demo-\(WallClock.seconds())"
@@ -75,14 +76,16 @@ enum DemoCommand {
             do { result = try Fanout.run(event, store: store, options: options) } catch { throw FanoutCommand.cliError(error) }
             let after = simulator.counters
             let accepted = after.accepted - before.accepted
+            let fcm = after.fcmAccepted - before.fcmAccepted
             if json {
                 console.print(String(decoding: result.report.json, as: UTF8.self))
             } else {
                 console.print("\n" + step.title)
                 console.print(result.report.text)
-                console.print("simulator     accepted \(accepted), refused \(after.rejectedTotal - before.rejectedTotal), channel requests \(after.channelRequests - before.channelRequests)")
+                console.print("simulator     accepted \(accepted) APNs pushes and \(fcm) FCM messages, refused \(after.rejectedTotal - before.rejectedTotal), "
+                              + "channel requests \(after.channelRequests - before.channelRequests)")
             }
-            if accepted != result.report.delivered { failed = true }
+            if accepted + fcm != result.report.delivered || fcm != result.report.android.delivered { failed = true }
             if index == 0 {
                 let path = invocation.string("--svg") ?? "sokuho-demo.svg"
                 try DeliveryChart(title: "sokuho demo: earthquake warning start", subtitle: "\(result.report.targets) targets · \(result.report.delivered) delivered",
@@ -112,12 +115,14 @@ enum DemoCommand {
     struct Phones {
         var broadcastCapable = 0
         var deviceOnly = 0
+        var android = 0
         /// Push-to-start tokens of iOS 17 phones, by region (their activities report update tokens).
         var iOS17: [(installation: String, region: Int)] = []
     }
 
-    /// Fills the store: realistic random tokens, minimum levels 0–4, 60% of phones on iOS 18,
-    /// 10% with Live Activities off (device token only, for the fallback alert).
+    /// Fills the store: realistic random tokens, minimum levels 0–4; 40% of phones on iOS 18, 20%
+    /// on iOS 17, 30% on Android (FCM), 10% with Live Activities off (device token only, for the
+    /// fallback alert).
     static func populate(_ store: TokenStore, installations: Int, regions: Int) throws(CLIError) -> Phones {
         var random = SplitMix64(seed: 2026)
         var phones = Phones()
@@ -130,12 +135,16 @@ enum DemoCommand {
             var token: [UInt8] = []
             for _ in 0..<4 { withUnsafeBytes(of: random.next()) { token.append(contentsOf: $0) } }
             let roll = random.next() % 10
-            if roll == 0 {
+            if (1...3).contains(roll) {
+                phones.android += 1
+                operations.append(.register(TokenRegistration(installationID: id, app: app, environment: .production, kind: .fcm,
+                                                              token: TokensGenerateCommand.fcmToken(&random), topics: topics), at: now))
+            } else if roll == 0 {
                 phones.deviceOnly += 1
                 operations.append(.register(TokenRegistration(installationID: id, app: app, environment: .production, kind: .device,
                                                               token: token, topics: topics), at: now))
             } else {
-                let broadcast = roll >= 4
+                let broadcast = roll >= 6
                 if broadcast { phones.broadcastCapable += 1 } else { phones.iOS17.append((id, region)) }
                 operations.append(.register(TokenRegistration(installationID: id, app: app, environment: .production, kind: .pushToStart,
                                                               token: token, topics: topics, broadcast: broadcast), at: now))
@@ -168,7 +177,14 @@ enum DemoCommand {
             var pool = PoolConfiguration(host: "127.0.0.1", port: simulator.port, tls: tls)
             pool.providerTokens = ProviderTokenSource(signer: try ProviderTokenSigner(key: try SigningKey(contentsOf: certificates.providerKey),
                                                                                       keyID: SimulatorCertificates.keyID, teamID: SimulatorCertificates.teamID))
-            return FanoutOptions(pool: pool, manage: ProviderEndpoint(host: "127.0.0.1", port: simulator.managePort, tls: tls))
+            var options = FanoutOptions(pool: pool, manage: ProviderEndpoint(host: "127.0.0.1", port: simulator.managePort, tls: tls))
+            // The Android phones through the simulator's FCM side (same port), its quota off.
+            var android = PoolConfiguration(host: "127.0.0.1", port: simulator.port, tls: tls)
+            android.provider = .fcm(try FCMConnection.accessTokens(simulator.fcmServiceAccount, tls: tls, timeout: .seconds(30)))
+            options.android = AndroidLane(pool: android)
+            return options
+        } catch let error as CLIError {
+            throw error
         } catch {
             throw CLIError(.software, "the simulator's credentials: \(error)")
         }

@@ -150,11 +150,11 @@ public final class TopicScan {
             let stride = tokenLength + 2
             // Entries up to the watermark were handed out already (GET_MULTIPLE returns whole pages).
             var skipUpTo = watermark?.tokenLength == UInt8(tokenLength) && last == nil ? watermark?.entry : nil
-            var page = try cursor.get(MDB_GET_MULTIPLE)
-            if let data = page?.value, data.count == 0 {
-                // A key with a single duplicate is not a sub-database: GET_MULTIPLE leaves data empty.
-                page = try cursor.get(MDB_GET_CURRENT)
-            }
+            // A key with one duplicate is not a sub-database, and GET_MULTIPLE on it reads the
+            // duplicate cursor as the previous key left it (a scan that stopped part-way through
+            // that key's page at the event's level got its page again, of another token length):
+            // its one value is the entry. Only a key with several has pages to read.
+            var page = try cursor.duplicateCount() > 1 ? try cursor.get(MDB_GET_MULTIPLE) : try cursor.get(MDB_GET_CURRENT)
             pages: while let data = page?.value {
                 guard data.count % stride == 0 else {
                     throw StoreError.corrupt(path: store.directory, detail: "a topic entry has the wrong size")

@@ -230,3 +230,42 @@ func downgradeToSchema5(_ directory: String) throws {
     try txn.put(meta, StoreSchema.versionKey, [0, 0, 0, 5])
     try txn.commit()
 }
+
+/// Android tokens of many lengths beside APNs tokens in the same topics, written the way the
+/// API and the demo write them: every scan, at every level and batch size, reads exactly the
+/// entries at or below its level. (A scan that stopped part-way through one length's key at the
+/// event's level read the next key — a single entry — through the previous key's page: "a topic
+/// entry has the wrong size", found by `sokuho demo` with Android phones.)
+@Suite struct AndroidTopicLengthTests {
+    @Test func aTopicWithTokensOfManyLengthsScansWholeAtEveryLevelAndBatchSize() throws {
+        let fixture = StoreFixture()
+        let store = try fixture.open()
+        var operations: [WriteOperation] = []
+        // topic → (minLevel, token) of every entry.
+        var entries: [String: [(UInt8, [UInt8])]] = [:]
+        for index in 0..<600 {
+            let topic = "region:\(index % 7)"
+            let level = UInt8(index % 5)
+            let topics = [TopicSubscription(name: topic, minLevel: level)]
+            if index % 3 == 0 {
+                // Lengths 140...162: some keys hold one entry, some several.
+                let token = Array(("t\(index):APA91b" + String(repeating: "x", count: 130 + index % 23)).utf8)
+                operations.append(.register(registration("a-\(index)", token, kind: .fcm, topics: topics), at: 1_000))
+                entries[topic, default: []].append((level, token))
+            } else {
+                operations.append(.register(registration("i-\(index)", token(index), topics: topics, broadcast: index % 2 == 0), at: 1_000))
+                entries[topic, default: []].append((level, token(index)))
+            }
+            if operations.count == 100 { try store.write(operations); operations.removeAll() }
+        }
+        for (topic, all) in entries {
+            for level: UInt8 in 0...4 {
+                let expected = Set(all.filter { $0.0 <= level }.map(\.1))
+                for batch in [1, 7, 4096] {
+                    let scanned = try store.targets(topic, level: level, batch: batch)
+                    #expect(scanned.count == expected.count && Set(scanned) == expected, "\(topic) level \(level) batch \(batch)")
+                }
+            }
+        }
+    }
+}
