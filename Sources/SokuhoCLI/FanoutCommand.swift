@@ -73,6 +73,7 @@ enum FanoutCommand {
         let event: FanoutEvent
         do { event = try FanoutEvent(json: bytes) } catch { throw .data("\(path): \(error)") }
         try checkTopic(invocation, event: event, path: path)
+        try checkAndroidOptions(invocation)
         let store = try StoreAccess.open(invocation, readOnly: false)
         defer { store.close() }
         var options = try fanoutOptions(invocation, environment: event.environment)
@@ -111,14 +112,17 @@ enum FanoutCommand {
         return options
     }
 
+    /// The Android options mean nothing without `--service-account` (64, before anything is opened).
+    static func checkAndroidOptions(_ invocation: Invocation) throws(CLIError) {
+        guard invocation.string("--service-account") == nil,
+              let given = ["--fcm-host", "--fcm-connections", "--fcm-messages-per-minute"].first(where: { invocation.string($0) != nil }) else { return }
+        throw .usage("\(given) needs --service-account (the Android side's credentials)")
+    }
+
     /// The FCM lane from `--service-account` (nil without it), holding its first access token.
     static func androidLane(_ invocation: Invocation, tls: TLSConfiguration) throws(CLIError) -> AndroidLane? {
-        guard invocation.string("--service-account") != nil else {
-            if let given = ["--fcm-host", "--fcm-connections", "--fcm-messages-per-minute"].first(where: { invocation.string($0) != nil }) {
-                throw .usage("\(given) needs --service-account (the Android side's credentials)")
-            }
-            return nil
-        }
+        try checkAndroidOptions(invocation)
+        guard invocation.string("--service-account") != nil else { return nil }
         let account = try FCMConnection.serviceAccount(invocation)
         let (host, port) = try APNsConnectionOptions.hostPort(invocation.string("--fcm-host") ?? "\(FCMEndpoint.host):443", option: "--fcm-host")
         var pool = PoolConfiguration(host: host, port: port, tls: tls)

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import APNs
+import FCM
 import Daemon
 import DaemonConfiguration
 import Runtime
@@ -32,6 +33,8 @@ public enum FuzzTargets {
         Target(name: "http2-response", run: http2Response),
         Target(name: "api-request", run: apiRequest),
         Target(name: "replicated-write", run: replicatedWrite),
+        Target(name: "fcm-response", run: fcmResponse),
+        Target(name: "service-account", run: serviceAccount),
     ]
 
     public static func named(_ name: String) -> Target? { all.first { $0.name == name } }
@@ -119,6 +122,36 @@ public enum FuzzTargets {
         _ = response.shouldRemoveToken(registeredAt: 1_760_000_000_000)
         _ = ErrorBody.goAwayReason(debugData: body)
         _ = ErrorBody.goAwayReason(debugData: String(decoding: body, as: UTF8.self))
+    }
+
+    /// An FCM answer and a token endpoint's answer as the sender reads them: the first two bytes are
+    /// the status (mod 1000), the third says whether a `retry-after` follows (its text up to the
+    /// first NUL), the rest is the body. An access token taken must be a header-safe value, and a
+    /// refusal that names a field must name one the body held.
+    static func fcmResponse(_ data: UnsafeRawBufferPointer) {
+        guard data.count >= 3 else { return }
+        let status = (Int(data[0]) << 8 | Int(data[1])) % 1000
+        var rest = UnsafeRawBufferPointer(rebasing: data[3...])
+        var retryAfter: String?
+        if data[2] & 1 == 1, let nul = rest.firstIndex(of: 0) {
+            retryAfter = String(decoding: rest[..<nul], as: UTF8.self)
+            rest = UnsafeRawBufferPointer(rebasing: rest[(nul + 1)...])
+        }
+        let response = FCMResponse(status: status, retryAfter: retryAfter, body: rest)
+        if let wait = response.retryAfter { require(wait >= .zero && wait <= .seconds(86_400), "Retry-After \(wait) outside 0...1 day") }
+        if let field = response.failedField { require(!field.isEmpty || rest.count > 0, "a field named from an empty body") }
+        if case let .granted(token) = OAuthTokenResponse(status: status, body: rest) {
+            require(token.value.utf8.allSatisfy { (0x21...0x7e).contains($0) }, "an access token that could split a header")
+        }
+    }
+
+    /// A service-account file as an operator downloads (or mangles) it: accepted only with every
+    /// member Google's sender needs, and then it writes back as a file that reads as the same.
+    static func serviceAccount(_ data: UnsafeRawBufferPointer) {
+        guard let account = try? ServiceAccount(json: Array(data)) else { return }
+        require(ServiceAccount.isProjectID(account.projectID), "accepted project_id '\(account.projectID)'")
+        let again = try? ServiceAccount(json: account.googleLayoutJSON(clientID: "1"))
+        require(again == account, "a service account does not read back as itself")
     }
 
     /// Bytes from "APNs" into a client HTTP2Session (nghttp2 and our callbacks) that has sent one

@@ -120,6 +120,7 @@ import Testing
                     ("{dir}", directory), ("{store}", directory + "/store"), ("{root}", root), ("{key}", key), ("{ca}", ca),
                     ("{host}", "127.0.0.1:\(scenario.running.port)"), ("{manageHost}", "127.0.0.1:\(scenario.running.managePort)"),
                     ("{dead}", "127.0.0.1:1"), ("{token}", deviceToken("f1")), ("{adminToken}", adminToken),
+                    ("{serviceAccount}", scenario.running.simulator.fcmServiceAccountFile),
                 ]
                 let substitute = { (text: String) -> String in
                     var text = text
