@@ -79,6 +79,15 @@ package enum StatusPage {
             let inFlight = max(0, runtime.pool.submittedCount - runtime.pool.finishedCount)
             html += "<tr><td>\(escape(runtime.name))</td><td class=\"n\">\(up)</td><td class=\"n\">\(runtime.app.connections)</td>"
                 + "<td class=\"n\">\(inFlight)</td><td>\(state)</td><td>\(credentials(runtime))</td></tr>\n"
+            // Its Android side: the FCM pool, one row of its own (the credential check covers both).
+            if let android = runtime.android {
+                let up = android.pool.connectionsUp
+                let state = android.pool.haltMessage.map { "<span class=\"bad\">halted: \(escape($0))</span>" }
+                    ?? (up == 0 ? "<span class=\"bad\">no connection up</span>" : "<span class=\"ok\">ready</span>")
+                let inFlight = max(0, android.pool.submittedCount - android.pool.finishedCount)
+                html += "<tr class=\"android\"><td>\(escape(runtime.name)) · Android \(escape(android.name))</td><td class=\"n\">\(up)</td>"
+                    + "<td class=\"n\">\(android.android.connections)</td><td class=\"n\">\(inFlight)</td><td>\(state)</td><td>FCM</td></tr>\n"
+            }
         }
         html += "</table>\n"
     }
@@ -94,7 +103,7 @@ package enum StatusPage {
     private static func appendEvents(_ html: inout String, _ entries: [EventQueue.Entry]) {
         guard !entries.isEmpty else { html += "<p>No events since the daemon started.</p>\n"; return }
         html += "<table id=\"events\"><tr><th>Key</th><th>Serial</th><th>Kind</th><th>App</th><th>Accepted</th><th>State</th>"
-            + "<th>Delivered / targets</th><th>Unknown</th><th>Failed</th><th>Seconds</th><th>Delivered over time</th></tr>\n"
+            + "<th>Delivered / targets</th><th>Unknown</th><th>Failed</th><th>Android delivered / targets</th><th>Seconds</th><th>Delivered over time</th></tr>\n"
         for entry in entries {
             let report = entry.report
             var state = escape(entry.state.rawValue)
@@ -104,11 +113,15 @@ package enum StatusPage {
             let seconds = report.map { fixed($0.seconds, digits: 2) } ?? "–"
             // Unknown and failed are phones without a confirmed start: the numbers an operator acts on.
             let unknown = report.map { String($0.unknown) } ?? "–", failed = report.map { String($0.failedTotal) } ?? "–"
+            // Android's share (also in the totals), the phones it left out, and why Android stopped.
+            var android = report.map { "\($0.android.delivered) / \($0.android.targets)" } ?? "–"
+            if let report, report.androidSkipped > 0 { android += " (\(report.androidSkipped) not sent)" }
+            if let stopped = report?.androidStopped { android += ": " + escape(stopped) }
             html += "<tr class=\"event\"><td class=\"key\">\(escape(entry.event.key))</td><td class=\"n\">\(entry.event.serial)</td>"
                 + "<td>\(escape(entry.event.kind.rawValue))</td><td>\(escape(entry.app.name))</td>"
                 + "<td class=\"accepted\">\(escape(ProviderTokenClockDiagnosis.iso8601(entry.acceptedAt)))</td><td>\(state)</td>"
                 + "<td class=\"n delivered\">\(delivered)</td><td class=\"n unknown\">\(unknown)</td><td class=\"n failed\">\(failed)</td>"
-                + "<td class=\"n\">\(seconds)</td>"
+                + "<td class=\"n android\">\(android)</td><td class=\"n\">\(seconds)</td>"
                 + "<td>\(sparkline(entry.curve, targets: report?.targets ?? 0, label: entry.event.key))</td></tr>\n"
         }
         html += "</table>\n"

@@ -38,6 +38,11 @@ import Testing
         #expect(daemon.metric(#"sokuho_fcm_connections_up{app="\#(testBundle)/production"}"#) == 1)
         #expect((daemon.metric(#"sokuho_fcm_access_tokens_total{app="\#(testBundle)/production"}"#) ?? 0) >= 1)
         #expect(daemon.metric(#"sokuho_credential_check_ok{app="\#(testBundle)/production"}"#) == 1, "the token exchange passed")
+        // The status page: the Android side's pool as a row of its own, each event's Android share.
+        let page = daemon.curl("GET", "/", admin: false).body
+        #expect(page.contains("<tr class=\"android\"><td>\(testBundle)/production · Android com.example.quake (project "), "\(page)")
+        #expect(page.contains("<td class=\"n android\">3 / 3</td>"), "\(page)")
+        #expect(!page.contains(FanoutScenario.fcmToken(0)), "no token on the page")
 
         // The update reaches the same three Android phones, once each.
         let update = daemon.curl("POST", "/v1/events", body: followEvent(key: "eew-android", serial: 2, kind: "update", groups: [("region:0", 2, "later")], channel: "null"))
