@@ -16,6 +16,8 @@ struct FCMSimulatorHandler {
     let configuration: SimulatorConfiguration
     let shared: SimulatorShared
     var random: FastRandom
+    /// The last group's body shape: bodies that differ only in the token are checked once.
+    var bodies = FCMBodyShape()
     private var state: FCMSimulatorState { shared.fcm }
 
     /// Whether `path` is FCM's (everything else is APNs').
@@ -53,7 +55,7 @@ struct FCMSimulatorHandler {
         }
         guard project == state.projectID else { throw .permissionDenied(project: project) }
         if let wait = state.admit() { throw .quotaExceeded(retryAfter: Int(wait.components.seconds)) }
-        let send = try FCMMessageRules.check(request.body)
+        let send = try bodies.check(request.body)
         if let token = send.token {
             if configuration.fcmUnregisteredTokens.contains(token) { throw .unregistered }
             if configuration.fcmForeignTokens.contains(token) { throw .senderIDMismatch }
