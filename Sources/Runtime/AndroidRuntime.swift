@@ -34,8 +34,7 @@ package final class AndroidRuntime: Sendable {
             throw ServiceError("serviceAccountFile \(android.serviceAccountFile): \(error)")
         }
         let host = android.fcmHost ?? Endpoint(host: FCMEndpoint.host, port: 443)
-        var pool = PoolConfiguration(host: host.host, port: host.port, tls: tls)
-        pool.provider = .fcm(tokens)
+        var pool = PoolConfiguration.fcm(host: host.host, port: host.port, tls: tls, tokens: tokens)
         pool.connections = android.connections
         // Per node: a cluster's nodes each send up to this, so give each its share of the quota.
         pool.messagesPerMinute = android.messagesPerMinute

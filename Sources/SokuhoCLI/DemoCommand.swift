@@ -179,9 +179,8 @@ enum DemoCommand {
                                                                                       keyID: SimulatorCertificates.keyID, teamID: SimulatorCertificates.teamID))
             var options = FanoutOptions(pool: pool, manage: ProviderEndpoint(host: "127.0.0.1", port: simulator.managePort, tls: tls))
             // The Android phones through the simulator's FCM side (same port), its quota off.
-            var android = PoolConfiguration(host: "127.0.0.1", port: simulator.port, tls: tls)
-            android.provider = .fcm(try FCMConnection.accessTokens(simulator.fcmServiceAccount, tls: tls, timeout: .seconds(30)))
-            options.android = AndroidLane(pool: android)
+            let tokens = try FCMConnection.accessTokens(simulator.fcmServiceAccount, tls: tls, timeout: .seconds(30))
+            options.android = AndroidLane(pool: .fcm(host: "127.0.0.1", port: simulator.port, tls: tls, tokens: tokens))
             return options
         } catch let error as CLIError {
             throw error

@@ -125,9 +125,8 @@ enum FanoutCommand {
         guard invocation.string("--service-account") != nil else { return nil }
         let account = try FCMConnection.serviceAccount(invocation)
         let (host, port) = try APNsConnectionOptions.hostPort(invocation.string("--fcm-host") ?? "\(FCMEndpoint.host):443", option: "--fcm-host")
-        var pool = PoolConfiguration(host: host, port: port, tls: tls)
+        var pool = PoolConfiguration.fcm(host: host, port: port, tls: tls, tokens: try FCMConnection.accessTokens(account, tls: tls, timeout: .seconds(30)))
         pool.serverName = try APNsConnectionOptions.serverName(invocation)
-        pool.provider = .fcm(try FCMConnection.accessTokens(account, tls: tls, timeout: .seconds(30)))
         pool.connections = try invocation.int("--fcm-connections", in: 1...256) ?? 4
         pool.messagesPerMinute = try invocation.int("--fcm-messages-per-minute", in: 1...100_000_000) ?? 600_000
         return AndroidLane(pool: pool)
