@@ -138,7 +138,7 @@ public struct DaemonLog: Sendable {
         return timestamp(seconds: Int(spec.tv_sec), milliseconds: Int(spec.tv_nsec) / 1_000_000)
     }
 
-    static func timestamp(seconds: Int, milliseconds: Int) -> String {
+    package static func timestamp(seconds: Int, milliseconds: Int) -> String {
         var time = time_t(seconds)
         var parts = tm()
         gmtime_r(&time, &parts)

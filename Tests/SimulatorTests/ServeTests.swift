@@ -25,7 +25,8 @@ import Vocabulary
         /// `store`, `name`: another store and configuration file than the scenario's, for a second
         /// node of a cluster on the same simulator (the file is named after the store unless named).
         init(_ scenario: FanoutScenario, statusPage: Bool = true, keyID: String = SimulatorCertificates.keyID, extra: String = "",
-             connections: Int = 2, streams: Int = 100, store: String? = nil, name: String? = nil, appExtra: String = "") throws {
+             connections: Int = 2, streams: Int = 100, store: String? = nil, name: String? = nil, appExtra: String = "",
+             arguments: [String] = [], environment: [String: String?] = [:]) throws {
             let tokenFile = writeFile(scenario.directory, "admin.token", "test-admin-token-0123456789abcdef\n")
             chmod(tokenFile, 0o600)
             chmod(scenario.running.certificates.providerKey, 0o600)
@@ -37,7 +38,7 @@ import Vocabulary
                   "caFile":"\(scenario.running.certificates.ca)","connections":\(connections),"streams":\(streams)\(appExtra)}],
                  "listen":["127.0.0.1:0"],"storePath":"\(store ?? scenario.store)","adminTokenFile":"\(tokenFile)","keepaliveSeconds":10,"statusPage":\(statusPage)\(extra)}
                 """)
-            child = ChildProcess(SimulatorProcessTests.binary, ["serve", "--config", config])
+            child = ChildProcess(SimulatorProcessTests.binary, ["serve", "--config", config] + arguments, environment: environment)
             let line = try #require(child.readLine(timeout: 20), "the daemon printed nothing: \(child.stderr)")
             let parsed = try JSONParser.parse(line)
             startLine = parsed
