@@ -3,6 +3,7 @@ import Glibc
 #endif
 import DaemonConfiguration
 import JSONCore
+import Vocabulary
 
 /// The daemon's log on stderr (issue 24): one line per thing an operator needs at 3 a.m. — an
 /// event accepted or ended, a backup applied, a credential check turning, a pool halting — each
@@ -133,9 +134,8 @@ public struct DaemonLog: Sendable {
 
     /// The current time as RFC 3339 in UTC with milliseconds (`2026-05-03T20:03:17.042Z`).
     static func now() -> String {
-        var spec = timespec()
-        clock_gettime(CLOCK_REALTIME, &spec)
-        return timestamp(seconds: Int(spec.tv_sec), milliseconds: Int(spec.tv_nsec) / 1_000_000)
+        let milliseconds = WallClock.milliseconds()
+        return timestamp(seconds: Int(milliseconds / 1000), milliseconds: Int(milliseconds % 1000))
     }
 
     package static func timestamp(seconds: Int, milliseconds: Int) -> String {
