@@ -571,9 +571,14 @@ import Vocabulary
             usleep(50_000)
         }
         #expect(failed?["credentialCheck"]?["message"]?.stringValue?.contains("InvalidProviderToken") == true, "\(failed?.jsonText ?? "none")")
+        // The log says it once, as an error naming the app (issue 24): a turn, not every check.
+        for _ in 0..<200 where !daemon.child.stderr.contains("error credential check failing") { usleep(25_000) }
+        let turned = daemon.child.stderr.split(separator: "\n").filter { $0.contains(" error credential check failing app=com.example.eew/production reason=") }
+        #expect(turned.count == 1, "\(daemon.child.stderr)")
 
         // A file that does not load: nothing changes, the daemon keeps serving.
         try reload("{ not json", expecting: "nothing changed")
+        #expect(daemon.child.stderr.contains(" error sokuho serve: SIGHUP: "), "a reload that failed is an error line: \(daemon.child.stderr)")
         #expect(try settledApps(2).count == 2)
         #expect(daemon.curl("GET", "/healthz", admin: false).status == 200)
     }
