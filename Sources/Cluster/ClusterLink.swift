@@ -13,7 +13,7 @@ package final class ClusterHealth: Sendable {
     /// What `INFO persistence` said at the last (re)connect of any link; nil until one connected.
     private let persistenceSeen = Mutex<RedisPersistence?>(nil)
     /// Where a change of persistence is told (stderr under `sokuho serve`; set by the service).
-    package let log = Mutex<@Sendable (String) -> Void>({ _ in })
+    package let log = Mutex<@Sendable (LogLevel, String) -> Void>({ _, _ in })
 
     /// What the cluster's Redis said about its persistence (nil: not connected yet).
     package var persistence: RedisPersistence? { persistenceSeen.withLock { $0 } }
@@ -30,7 +30,7 @@ package final class ClusterHealth: Sendable {
         let previous = persistenceSeen.withLock { seen in defer { seen = persistence }; return seen }
         guard previous?.appendOnly != persistence.appendOnly else { return }
         let line = persistenceProblem.map { "cluster: warning: " + $0 } ?? "cluster: the cluster's Redis keeps an append-only file (aof_enabled:1)"
-        log.withLock { $0 }(line)
+        log.withLock { $0 }(persistenceProblem == nil ? .info : .warning, line)
     }
 
     package var connected: Bool { state.withLock { $0.connected } }

@@ -26,7 +26,7 @@ import TokenStore
 package final class RegistrationReplication: Sendable {
     package let node: ClusterNode
     package let stores: StoreHolder
-    private let logger: Mutex<@Sendable (String) -> Void> = Mutex({ _ in })
+    private let logger: Mutex<@Sendable (LogLevel, String) -> Void> = Mutex({ _, _ in })
     private let threads = Mutex<[PeriodicThread]>([])
     /// The applier's place in the stream for the store of that identity (nil: not read from the
     /// store yet; a standby's swapped-in store is another replica) and when it last looked for a gap.
@@ -56,10 +56,10 @@ package final class RegistrationReplication: Sendable {
         _ = try stores.current.replicate()
     }
 
-    private func log(_ line: String) { logger.withLock { $0 }(line) }
+    private func log(_ level: LogLevel, _ line: String) { logger.withLock { $0 }(level, line) }
 
     /// Starts the publisher and the applier; `log` takes their messages (stderr under `sokuho serve`).
-    package func start(log: @escaping @Sendable (String) -> Void) {
+    package func start(log: @escaping @Sendable (LogLevel, String) -> Void) {
         logger.withLock { $0 = log }
         let publisherLink = ThreadLink(node.link()), applierLink = ThreadLink(node.link())
         let publisher = PeriodicThread(name: "sokuho-publish", interval: .milliseconds(20)) { [self] stopping in
@@ -88,7 +88,7 @@ package final class RegistrationReplication: Sendable {
                 identity = try store.replicate() // a standby's swapped-in store is switched on here
                 records = try store.outbox(limit: 64)
             } catch {
-                log("cluster: cannot read the replication outbox: \(error.description)")
+                log(.error, "cluster: cannot read the replication outbox: \(error.description)")
                 pause(.seconds(1), stopping: stopping)
                 return
             }
@@ -110,7 +110,7 @@ package final class RegistrationReplication: Sendable {
             }
             if let last {
                 do { try store.removeFromOutbox(through: last) } catch {
-                    log("cluster: cannot remove published records from the outbox (they will be published again): \(error.description)")
+                    log(.warning, "cluster: cannot remove published records from the outbox (they will be published again): \(error.description)")
                     pause(.seconds(1), stopping: stopping) // not again and again at once
                     return
                 }
@@ -139,7 +139,7 @@ package final class RegistrationReplication: Sendable {
                 let text = try store.replicationStatus().applied
                 let loaded = text.flatMap(StreamID.init) ?? .zero
                 if let text, StreamID(text) == nil {
-                    log("cluster: the store's applied stream id '\(text)' is not a stream id; reading the registration stream from its start")
+                    log(.warning, "cluster: the store's applied stream id '\(text)' is not a stream id; reading the registration stream from its start")
                 }
                 position = loaded
                 reader.withLock { $0.position = loaded }
@@ -153,7 +153,7 @@ package final class RegistrationReplication: Sendable {
                 checkedAt = MonotonicInstant.now()
                 reader.withLock { $0.checkedAt = checkedAt }
                 if let behind, try store.replicationStatus().behind == nil {
-                    log("cluster: node \(node.node) is behind: \(behind). Its store misses those changes; take a backup on a peer (sokuho store backup) and restore it here (sokuho store restore --replace), which carries the peer's applied id")
+                    log(.error, "cluster: node \(node.node) is behind: \(behind). Its store misses those changes; take a backup on a peer (sokuho store backup) and restore it here (sokuho store restore --replace), which carries the peer's applied id")
                 }
             }
             let entries = try link.run { (redis) throws(RedisError) in
@@ -184,7 +184,7 @@ package final class RegistrationReplication: Sendable {
                     applied.add(1, ordering: .relaxed)
                 } catch {
                     badEntries.add(1, ordering: .relaxed)
-                    log("cluster: registration stream entry \(entry.id) from node '\(entry.text("node") ?? "?")' skipped: \(error.description)")
+                    log(.warning, "cluster: registration stream entry \(entry.id) from node '\(entry.text("node") ?? "?")' skipped: \(error.description)")
                 }
             }
             // A batch of only this node's own entries changes nothing here: its id is stored at
@@ -203,7 +203,7 @@ package final class RegistrationReplication: Sendable {
             reader.withLock { $0.checkedAt = nil }
             pause(.milliseconds(250), stopping: stopping)
         } catch {
-            log("cluster: cannot apply the registration stream: \(error)")
+            log(.error, "cluster: cannot apply the registration stream: \(error)")
             pause(.seconds(1), stopping: stopping)
         }
     }

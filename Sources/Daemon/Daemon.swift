@@ -16,7 +16,8 @@ public final class Daemon: Sendable {
     public let ports: [Int]
 
     /// Binds the API, then starts the runtime; nothing is served until `start`.
-    public init(configuration: ServeConfiguration) throws(ServiceError) {
+    /// `log`: the daemon's log lines (`DaemonLog`; silent unless given).
+    public init(configuration: ServeConfiguration, log: DaemonLog = .silent) throws(ServiceError) {
         router = Router()
         var limits = HTTPLimits()
         limits.maximumBodyBytes = configuration.maxBodyBytes
@@ -28,7 +29,7 @@ public final class Daemon: Sendable {
             router.stopWorkers()
             throw ServiceError("listen: \(error)")
         }
-        do { runtime = try Service(configuration: configuration) } catch {
+        do { runtime = try Service(configuration: configuration, log: log) } catch {
             server.stop()
             router.stopWorkers()
             throw error

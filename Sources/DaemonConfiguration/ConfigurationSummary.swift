@@ -30,6 +30,7 @@ extension ServeConfiguration {
         lines.append("rate limit    " + (rateLimit.map { "\($0.perSecond) requests/s per client address, burst \($0.burst)" } ?? "none"))
         lines.append("max body      \(maxBodyBytes) bytes")
         lines.append("status page   \(statusPage ? "on" : "off")")
+        lines.append("log format    \(logFormat.rawValue)")
         lines.append("file modes    " + (allowReadableKey ? "keys and token readable by group or others allowed" : "keys and token must be private (no access for group or others: 0400 or 0600)"))
         if standby {
             lines.append("standby       yes: nothing is sent until promoted" + (standbyBackupFile.map { "; follows the backup at \($0)" } ?? ""))
@@ -96,6 +97,7 @@ extension ServeConfiguration {
         }
         writer.key("maxBodyBytes"); writer.int(maxBodyBytes)
         writer.key("statusPage"); writer.bool(statusPage)
+        writer.key("logFormat"); writer.string(logFormat.rawValue)
         writer.key("allowReadableKey"); writer.bool(allowReadableKey)
         writer.key("standby"); writer.bool(standby)
         writer.key("standbyBackupFile"); if let standbyBackupFile { writer.string(standbyBackupFile) } else { writer.null() }

@@ -87,6 +87,8 @@ public struct ServeConfiguration: Sendable {
     /// The largest request body the API reads; larger requests are refused before they are read.
     public var maxBodyBytes: Int = 1 << 20
     public var statusPage: Bool = true
+    /// How the log lines on stderr are written: text for people, JSON lines for log shippers.
+    public var logFormat: LogFormat = .text
     /// Accept a `.p8` key or admin token file that group or others can read. Off by default: either
     /// file lets whoever reads it push to every phone.
     public var allowReadableKey: Bool = false

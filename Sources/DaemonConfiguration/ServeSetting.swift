@@ -73,6 +73,10 @@ public struct ServeSetting: Sendable {
                      help: "serve the status page (default on)") {
             (input, field, config) throws(ConfigurationError) in config.statusPage = try SettingValue.bool(input, field: field)
         },
+        ServeSetting("logFormat", flag: "--log-format", variable: "SOKUHO_LOG_FORMAT", placeholder: "text|json",
+                     help: "the log lines on stderr: text (default), or json, one object per line with level, message and fields, for log shippers") {
+            (input, field, config) throws(ConfigurationError) in config.logFormat = try SettingValue.logFormat(input, field: field)
+        },
         ServeSetting("allowReadableKey", flag: "--allow-readable-key", variable: "SOKUHO_ALLOW_READABLE_KEY", placeholder: nil,
                      help: "accept a .p8 key or admin token file that group or others can read (refused by default)") {
             (input, field, config) throws(ConfigurationError) in config.allowReadableKey = try SettingValue.bool(input, field: field)

@@ -58,6 +58,14 @@ package enum SettingValue {
         .seconds(try integer(input, field: field, in: range, unit: " of seconds"))
     }
 
+    /// One of the log formats, by name.
+    package static func logFormat(_ input: SettingInput, field: String) throws(ConfigurationError) -> LogFormat {
+        let names = LogFormat.allCases.map(\.rawValue).joined(separator: " or ")
+        let text = try string(input, field: field, expected: names)
+        guard let format = LogFormat(rawValue: text) else { throw ConfigurationError(field: field, "must be \(names), not '\(text)'") }
+        return format
+    }
+
     /// JSON true/false; as text also on/off, yes/no, 1/0. A flag without a value gives "" — true.
     package static func bool(_ input: SettingInput, field: String) throws(ConfigurationError) -> Bool {
         switch input {

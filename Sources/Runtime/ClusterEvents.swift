@@ -156,7 +156,7 @@ extension Service {
             do { try ClusterAcceptances.note(.accepted, key: event.key, serial: event.serial, bodyHash: bodyHash, body: event.canonicalJSON,
                                              askedAt: known.first { $0.serial == event.serial }?.askedAt ?? askedAt, in: store) } catch {
                 // Redis has it and will send it; only this node's memory of it failed.
-                logLine("cluster: event '\(event.key)' serial \(event.serial) accepted, but this node could not note it in its store: \(error.description)")
+                logger.warning("cluster: event '\(event.key)' serial \(event.serial) accepted, but this node could not note it in its store: \(error.description)")
             }
             if answer == .same, let ledger = try? cluster.read({ connection throws(RedisError) in try connection.eventLedger(key: event.key, serial: event.serial) }),
                ledger.isDone {
@@ -165,6 +165,7 @@ extension Service {
                 report.serial = event.serial
                 return .alreadySent(report)
             }
+            logger.info("event accepted", Self.eventFields(event) + [("cluster", .text(cluster.node))])
             return .acceptedByCluster(id: id)
         case let .superseded(higher):
             return .refused(.superseded, message: "serial: \(event.serial) is older than serial \(higher) of '\(event.key)', already accepted by the cluster; send a higher serial")
@@ -219,7 +220,7 @@ extension Service {
         try? ClusterAcceptances.note(.lost, key: key, serial: serial, bodyHash: [], body: record.body, askedAt: record.askedAt, in: store)
         guard WallClock.milliseconds() < record.sendingUntil + 60_000 else { return }
         cluster.counters.eventsLost.add(1, ordering: .relaxed)
-        logLine("cluster: event '\(key)' serial \(serial) is lost: the cluster's Redis no longer has it (restarted without an append-only file, or flushed) "
+        logger.error("cluster: event '\(key)' serial \(serial) is lost: the cluster's Redis no longer has it (restarted without an append-only file, or flushed) "
                     + "while it could still be sending; phones it had not sent to got nothing. Send it again with a higher serial to reach them")
     }
 

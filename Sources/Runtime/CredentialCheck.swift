@@ -19,7 +19,9 @@ package struct CredentialCheck: Sendable {
     /// Why it failed (APNs' status and reason, or why no answer came); nil when it passed.
     package var message: String?
 
-    package static func run(_ runtime: AppRuntime) -> CredentialCheck {
+    /// Checks `runtime`'s credentials and logs a change: the first result, then only a turn from
+    /// passing to failing or back — an hourly line that says nothing new would bury the one that does.
+    package static func run(_ runtime: AppRuntime, log: DaemonLog) -> CredentialCheck {
         var result: CredentialCheck
         do {
             _ = try runtime.channels.list()
@@ -35,7 +37,14 @@ package struct CredentialCheck: Sendable {
                 result = CredentialCheck(ok: false, checkedAt: now(), message: result.message.map { $0 + "; " + message } ?? message)
             }
         }
-        runtime.credentialCheck.withLock { $0 = result }
+        let previous = runtime.credentialCheck.withLock { last in defer { last = result }; return last }
+        if previous?.ok != result.ok {
+            if let message = result.message {
+                log.error("credential check failing", [("app", .text(runtime.name)), ("reason", .text(message))])
+            } else {
+                log.info(previous == nil ? "credential check passed" : "credential check passing again", [("app", .text(runtime.name))])
+            }
+        }
         return result
     }
 
@@ -44,9 +53,9 @@ package struct CredentialCheck: Sendable {
 
 /// The credential checks of every app: at start, then every `interval`.
 package enum CredentialChecker {
-    package static func start(interval: Duration, apps: @escaping @Sendable () -> [AppRuntime]) -> PeriodicThread {
+    package static func start(interval: Duration, log: @escaping @Sendable () -> DaemonLog, apps: @escaping @Sendable () -> [AppRuntime]) -> PeriodicThread {
         PeriodicThread(name: "sokuho-creds", interval: interval) { stopping in
-            for runtime in apps() where !stopping() { _ = CredentialCheck.run(runtime) }
+            for runtime in apps() where !stopping() { _ = CredentialCheck.run(runtime, log: log()) }
         }
     }
 }

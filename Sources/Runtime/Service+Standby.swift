@@ -32,8 +32,8 @@ extension Service {
 
     public var isStandby: Bool { standby.load(ordering: .acquiring) }
 
-    /// Where the standby's messages go (one line each).
-    public func setLog(_ log: @escaping @Sendable (String) -> Void) { self.log.withLock { $0 = log } }
+    /// Where the daemon's log lines go (`DaemonLog`).
+    public func setLog(_ log: DaemonLog) { self.log.withLock { $0 = log } }
 
     package func startFollowingBackup() {
         guard isStandby, configuration.standbyBackupFile != nil else { return }
@@ -46,16 +46,22 @@ extension Service {
     /// Applies the shipped backup when it changed since the last look (SIGHUP, the follower's
     /// timer, a promotion). Only a standby does: a primary's store is its own.
     public func followBackup() {
-        guard isStandby, let message = applyShippedBackup() else { return }
-        let log = self.log.withLock { $0 }
-        log(message)
+        guard isStandby, let applied = applyShippedBackup() else { return }
+        logger.log(applied.level, applied.message, applied.fields)
+    }
+
+    /// What a look at the shipped backup did: applied (info, with its counts) or refused (error).
+    private struct BackupApplied {
+        var level: LogLevel
+        var message: String
+        var fields: [DaemonLog.Field]
     }
 
     /// Checks `standbyBackupFile`; when its stamp changed, copies and checks it next to the
     /// store, then swaps the open store for it. Returns what happened, or nil when nothing did.
-    private func applyShippedBackup() -> String? {
+    private func applyShippedBackup() -> BackupApplied? {
         guard let path = configuration.standbyBackupFile else { return nil }
-        return followedBackup.withLock { last -> String? in
+        return followedBackup.withLock { last -> BackupApplied? in
             let file = TokenStore.backupFile(path)
             var info = stat()
             guard stat(file, &info) == 0 else { return nil } // nothing shipped yet
@@ -75,9 +81,11 @@ extension Service {
                 }
                 tokenStatistics.invalidate()
                 backupAppliedAt.store(Int(WallClock.seconds()), ordering: .releasing)
-                return "sokuho serve: standby: applied the backup \(file): \(staged.report.installations) installations, \(staged.report.tokens) tokens"
+                return BackupApplied(level: .info, message: "sokuho serve: standby: applied the backup \(file): \(staged.report.installations) installations, \(staged.report.tokens) tokens",
+                                     fields: [("backup", .text(file)), ("installations", .int(staged.report.installations)), ("tokens", .int(staged.report.tokens))])
             } catch {
-                return "sokuho serve: standby: the backup \(file) was not applied (\(error.description)); keeping the store as it was"
+                return BackupApplied(level: .error, message: "sokuho serve: standby: the backup \(file) was not applied (\(error.description)); keeping the store as it was",
+                                     fields: [("backup", .text(file))])
             }
         }
     }
@@ -96,10 +104,9 @@ extension Service {
         resume(pending)
         startShardWorkers()
         var message = "sokuho serve: promoted to primary: sending from now on"
-        if let applied { message += "; " + applied.dropFirst("sokuho serve: standby: ".count) }
+        if let applied { message += "; " + applied.message.dropFirst("sokuho serve: standby: ".count) }
         message += "; \(pending.count) unfinished events resumed"
-        let log = self.log.withLock { $0 }
-        log(message)
+        logger.log(applied?.level ?? .info, message, [("resumed", .int(pending.count))])
         return .promoted(message)
     }
 }

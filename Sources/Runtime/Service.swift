@@ -27,8 +27,9 @@ public final class Service: Sendable {
     package let followedBackup: Mutex<BackupStamp?> = Mutex(nil)
     /// Wall-clock seconds when a shipped backup was last applied (0: never).
     package let backupAppliedAt = Atomic<Int>(0)
-    /// Where the standby's messages (a backup applied, a promotion) go; `sokuho serve` sets stderr.
-    package let log: Mutex<@Sendable (String) -> Void> = Mutex({ _ in })
+    /// The daemon's log (`DaemonLog`): events, backups, credential checks, pools, the cluster;
+    /// `sokuho serve` sets stderr, anything else leaves it silent.
+    package let log: Mutex<DaemonLog>
     package let apps: Mutex<[AppRuntime]>
     package let events: EventQueue
     package let metrics = ServiceMetrics()
@@ -43,6 +44,8 @@ public final class Service: Sendable {
     /// What the API counts that the metrics show (set by the daemon that serves it).
     package let apiRefusals = Mutex<@Sendable () -> Int>({ 0 })
     package let credentialChecker: Mutex<PeriodicThread?> = Mutex(nil)
+    /// Looks at the pools every few seconds and logs a halt or a loss of every connection (`PoolWatch`).
+    package let poolWatch: Mutex<PeriodicThread?> = Mutex(nil)
     /// Installation ids whose first registration is being written (see `Router.register`).
     package let registering = Mutex<Set<String>>([])
     /// This node of a cluster, or nil without a `cluster` section (`ClusterNode`).
@@ -56,8 +59,9 @@ public final class Service: Sendable {
 
     /// Opens the store, starts the warm pools and re-queues what a previous run accepted but did
     /// not finish (nothing runs until `start`). The daemon binds its API before, so one that cannot
-    /// serve it opens no connection to APNs.
-    public init(configuration: ServeConfiguration) throws(ServiceError) {
+    /// serve it opens no connection to APNs. `log` is given here, so the events a restart resumes are logged too.
+    public init(configuration: ServeConfiguration, log: DaemonLog = .silent) throws(ServiceError) {
+        self.log = Mutex(log)
         settings = Mutex(configuration)
         let store: TokenStore
         do { store = try TokenStore(directory: configuration.storePath) } catch {
@@ -96,6 +100,7 @@ public final class Service: Sendable {
         let retiring = RetiredRuntimes()
         events = EventQueue(stores: stores) { entry, result in
             metrics.eventFinished(entry, result)
+            retiring.service?.logEnded(entry)
             retiring.service?.shutDownIdleRetired()
         }
         retiring.service = self
@@ -122,9 +127,10 @@ public final class Service: Sendable {
         startCredentialChecks(every: configuration.credentialCheckInterval)
         startFollowingBackup()
         // Before any thread of the cluster connects: its first INFO persistence is told.
-        cluster?.health.log.withLock { $0 = { [weak self] line in self?.logLine(line) } }
-        replication?.start { [weak self] line in self?.logLine(line) }
+        cluster?.health.log.withLock { $0 = { [weak self] level, line in self?.logger.log(level, line) } }
+        replication?.start { [weak self] level, line in self?.logger.log(level, line) }
         if !isStandby { startShardWorkers() }
+        startPoolWatch()
     }
 
     /// Starts taking the cluster's shards (nothing without a `cluster` section).
@@ -136,7 +142,7 @@ public final class Service: Sendable {
     /// (Re)starts the credential checks: every app at once, then every `interval`.
     package func startCredentialChecks(every interval: Duration) {
         credentialChecker.stopThread()
-        let fresh = CredentialChecker.start(interval: interval) { [weak self] in self?.apps.withLock { $0 } ?? [] }
+        let fresh = CredentialChecker.start(interval: interval, log: { [weak self] in self?.logger ?? .silent }) { [weak self] in self?.apps.withLock { $0 } ?? [] }
         credentialChecker.withLock { $0 = fresh }
     }
 
@@ -144,6 +150,7 @@ public final class Service: Sendable {
     /// way; queued ones are resumed by the next start), closes the pools and the store.
     public func stop() {
         credentialChecker.stopThread()
+        poolWatch.stopThread()
         follower.stopThread()
         shardWorkers.withLock { workers -> ShardWorkers? in defer { workers = nil }; return workers }?.stop()
         events.stop()
@@ -165,8 +172,8 @@ public final class Service: Sendable {
         return token
     }
 
-    /// One line to the daemon's log (stderr under `sokuho serve`).
-    package func logLine(_ text: String) { log.withLock { $0 }(text) }
+    /// The daemon's log as it is now (a reload may change its format).
+    package var logger: DaemonLog { log.withLock { $0 } }
 
     /// The runtime of an event's app, if this daemon serves it.
     package func app(_ bundle: BundleID, _ environment: Environment) -> AppRuntime? {
@@ -181,6 +188,7 @@ public final class Service: Sendable {
         for record in pending where ShardRecordKey.eventKey(of: record.eventKey) == nil && !AcceptanceRecordKey.isAcceptance(record.eventKey) {
             guard let event = try? FanoutEvent(json: record.body), let runtime = app(event.app, event.environment) else { continue }
             _ = events.submit(event, app: runtime)
+            logger.info("event resumed", Self.eventFields(event) + [("app", .text(runtime.name))])
         }
     }
 
@@ -236,7 +244,7 @@ public final class Service: Sendable {
             if let cluster, records.serials.isEmpty {
                 if let answer = submitToCluster(event, bodyHash: hash, cluster: cluster) { return answer }
                 cluster.counters.ranAlone.add(1, ordering: .relaxed)
-                logLine("cluster: Redis unreachable (\(cluster.health.problem ?? "no answer")); event '\(event.key)' serial \(event.serial) runs on this node alone")
+                logger.warning("cluster: Redis unreachable (\(cluster.health.problem ?? "no answer")); event '\(event.key)' serial \(event.serial) runs on this node alone")
             }
             switch EventAdmission(serial: event.serial, bodyHash: hash).decision(given: records.serials) {
             case let .superseded(by: newer):
@@ -255,7 +263,9 @@ public final class Service: Sendable {
         } catch {
             return .refused(.storeUnavailable, message: error.description)
         }
-        return .accepted(events.submit(event, app: runtime))
+        let entry = events.submit(event, app: runtime)
+        logger.info("event accepted", Self.eventFields(event) + [("app", .text(runtime.name))])
+        return .accepted(entry)
     }
 }
 
@@ -263,4 +273,16 @@ public final class Service: Sendable {
 private final class RetiredRuntimes: @unchecked Sendable {
     // @unchecked: set once in `Service.init`, before the first event can finish; read afterwards.
     package weak var service: Service?
+}
+
+extension Service {
+    /// Starts looking at the pools every 5 s (`PoolWatch`).
+    package func startPoolWatch() {
+        let watch = PoolWatch()
+        let fresh = PeriodicThread(name: "sokuho-poolwatch", interval: .seconds(5)) { [weak self] _ in
+            guard let self else { return }
+            watch.look(apps.withLock { $0 }, log: logger)
+        }
+        poolWatch.withLock { $0 = fresh }
+    }
 }

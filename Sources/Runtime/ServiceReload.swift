@@ -63,6 +63,10 @@ extension Service {
         for (old, new) in replaced { events.move(from: old, to: new) }
         retired.withLock { $0 += gone }
         adminToken.withLock { $0 = token }
+        if new.logFormat != old.logFormat {
+            log.withLock { $0 = $0.with(format: new.logFormat) }
+            report.lines.append("logFormat: changed")
+        }
         if new.rateLimit != old.rateLimit {
             limiter.withLock { $0 = new.rateLimit.map { RateLimiter(perSecond: Double($0.perSecond), burst: $0.burst) } }
             report.lines.append("rateLimit: changed")
@@ -85,7 +89,8 @@ extension Service {
             startCredentialChecks(every: new.credentialCheckInterval)
         } else {
             // New keys are checked now, not at the next round up to an hour away.
-            for runtime in started { OSThread.startDetached(name: "sokuho-creds") { _ = CredentialCheck.run(runtime) } }
+            let log = logger
+            for runtime in started { OSThread.startDetached(name: "sokuho-creds") { _ = CredentialCheck.run(runtime, log: log) } }
         }
         shutDownIdleRetired()
         return report

@@ -139,7 +139,7 @@ package final class ShardWorkers: @unchecked Sendable {
             // Not acknowledged: whoever holds the lease next resumes it from its checkpoint —
             // unless Redis lost the event itself (no ledger): then nobody will, and it is said so.
             cluster.counters.abandoned.add(1, ordering: .relaxed)
-            service?.logLine("cluster: stopped sending shard \(shard) of '\(key)' serial \(serial): \(lost)")
+            service?.logger.warning("cluster: stopped sending shard \(shard) of '\(key)' serial \(serial): \(lost)")
             if let service, (try? link.run({ connection throws(RedisError) in try connection.eventLedger(key: key, serial: serial) != nil })) == false {
                 let record = ClusterAcceptances.Record(serial: serial, state: .accepted, askedAt: WallClock.milliseconds(), body: body)
                 service.noteLost(key: key, serial: serial, record: record, cluster: cluster)
@@ -151,7 +151,7 @@ package final class ShardWorkers: @unchecked Sendable {
             // sending past it. Still this node's: it is resumed here as soon as Redis answers (the
             // lease released, or run out), from the newer of this store's and Redis's checkpoints.
             cluster.counters.abandoned.add(1, ordering: .relaxed)
-            service?.logLine("cluster: paused shard \(shard) of '\(key)' serial \(serial): \(problem)")
+            service?.logger.warning("cluster: paused shard \(shard) of '\(key)' serial \(serial): \(problem)")
             release()
             return .milliseconds(500)
         }

@@ -98,22 +98,24 @@ enum ServeCommand {
         SignalWait.block(including: [SIGHUP, SIGUSR1])
         // The soft limit up to the hard one (systemd's LimitNOFILE, or ulimit -Hn by hand); too low a
         // hard limit is said once here, and shows later as sokuho_api_refused_no_descriptor_total.
-        let limit = DescriptorLimit.raiseSoftToHard()
-        if limit < configuration.descriptorsNeeded {
-            invocation.console.error("sokuho serve: warning: the descriptor limit is \(limit) and this configuration needs about \(configuration.descriptorsNeeded); "
-                                     + "raise it (LimitNOFILE= in the unit, ulimit -n) or the API will answer 503 when it runs out")
-        }
-        let daemon: Daemon
-        do { daemon = try Daemon(configuration: configuration) } catch {
-            throw CLIError(.config, error.description)
-        }
-        let service = daemon.runtime
         let environment = invocation.environment
         let console = invocation.console
-        service.setLog { line in
+        // Every line of the running daemon goes through one log, with its level and format
+        // (`DaemonLog`); a promotion also tells systemd, whatever the format.
+        let log = DaemonLog(format: configuration.logFormat, environment: environment) { line in
             console.error(line)
             if line.contains("promoted to primary") { SystemdNotify.send("STATUS=primary", environment: environment) }
         }
+        let limit = DescriptorLimit.raiseSoftToHard()
+        if limit < configuration.descriptorsNeeded {
+            log.warning("sokuho serve: the descriptor limit is \(limit) and this configuration needs about \(configuration.descriptorsNeeded); "
+                                     + "raise it (LimitNOFILE= in the unit, ulimit -n) or the API will answer 503 when it runs out")
+        }
+        let daemon: Daemon
+        do { daemon = try Daemon(configuration: configuration, log: log) } catch {
+            throw CLIError(.config, error.description)
+        }
+        let service = daemon.runtime
         daemon.start()
         let addresses = zip(configuration.listen, daemon.ports).map { Endpoint(host: $0.host, port: $1).description }
         // One JSON line first (scripts and tests read the ports from it), then the human summary.
@@ -125,12 +127,12 @@ enum ServeCommand {
         writer.endObject()
         invocation.console.print(writer.string)
         let role = service.isStandby ? "standby (sends nothing until promoted), " : ""
-        invocation.console.error("sokuho serve: \(role)listening on \(addresses.joined(separator: ", ")); apps \(configuration.apps.map { "\($0.bundleID.text) (\($0.environment.rawValue))" }.joined(separator: ", "))")
+        log.info("sokuho serve: \(role)listening on \(addresses.joined(separator: ", ")); apps \(configuration.apps.map { "\($0.bundleID.text) (\($0.environment.rawValue))" }.joined(separator: ", "))")
         SystemdNotify.send("READY=1\nSTATUS=\(role)listening on \(addresses.joined(separator: ", "))", environment: invocation.environment)
         while true {
             let signal = SignalWait.next(including: [SIGHUP, SIGUSR1])
             if signal == SIGUSR1 {
-                if service.promote() == .alreadyPrimary { invocation.console.error("sokuho serve: SIGUSR1: already the primary") }
+                if service.promote() == .alreadyPrimary { service.logger.info("sokuho serve: SIGUSR1: already the primary") }
                 continue
             }
             guard signal == SIGHUP else { break }
@@ -138,17 +140,17 @@ enum ServeCommand {
             SystemdNotify.send("RELOADING=1", environment: invocation.environment)
             do {
                 let report = try service.reload(try load(invocation))
-                invocation.console.error("sokuho serve: SIGHUP: configuration reloaded")
-                for line in report.lines { invocation.console.error("sokuho serve: SIGHUP: " + line) }
+                service.logger.info("sokuho serve: SIGHUP: configuration reloaded")
+                for line in report.lines { service.logger.info("sokuho serve: SIGHUP: " + line) }
             } catch let error as CLIError {
-                invocation.console.error("sokuho serve: SIGHUP: \(error.message); nothing changed, the previous configuration stays")
+                service.logger.error("sokuho serve: SIGHUP: \(error.message); nothing changed, the previous configuration stays")
             } catch {
-                invocation.console.error("sokuho serve: SIGHUP: \(error); nothing changed, the previous configuration stays")
+                service.logger.error("sokuho serve: SIGHUP: \(error); nothing changed, the previous configuration stays")
             }
             SystemdNotify.send("READY=1", environment: invocation.environment)
         }
         SystemdNotify.send("STOPPING=1", environment: invocation.environment)
-        invocation.console.error("sokuho serve: stopping: finishing running events, closing connections")
+        service.logger.info("sokuho serve: stopping: finishing running events, closing connections")
         daemon.stop()
         return .success
     }

@@ -25,7 +25,8 @@ import Vocabulary
         /// `store`, `name`: another store and configuration file than the scenario's, for a second
         /// node of a cluster on the same simulator (the file is named after the store unless named).
         init(_ scenario: FanoutScenario, statusPage: Bool = true, keyID: String = SimulatorCertificates.keyID, extra: String = "",
-             connections: Int = 2, streams: Int = 100, store: String? = nil, name: String? = nil, appExtra: String = "") throws {
+             connections: Int = 2, streams: Int = 100, store: String? = nil, name: String? = nil, appExtra: String = "",
+             arguments: [String] = [], environment: [String: String?] = [:]) throws {
             let tokenFile = writeFile(scenario.directory, "admin.token", "test-admin-token-0123456789abcdef\n")
             chmod(tokenFile, 0o600)
             chmod(scenario.running.certificates.providerKey, 0o600)
@@ -37,7 +38,7 @@ import Vocabulary
                   "caFile":"\(scenario.running.certificates.ca)","connections":\(connections),"streams":\(streams)\(appExtra)}],
                  "listen":["127.0.0.1:0"],"storePath":"\(store ?? scenario.store)","adminTokenFile":"\(tokenFile)","keepaliveSeconds":10,"statusPage":\(statusPage)\(extra)}
                 """)
-            child = ChildProcess(SimulatorProcessTests.binary, ["serve", "--config", config])
+            child = ChildProcess(SimulatorProcessTests.binary, ["serve", "--config", config] + arguments, environment: environment)
             let line = try #require(child.readLine(timeout: 20), "the daemon printed nothing: \(child.stderr)")
             let parsed = try JSONParser.parse(line)
             startLine = parsed
@@ -570,9 +571,14 @@ import Vocabulary
             usleep(50_000)
         }
         #expect(failed?["credentialCheck"]?["message"]?.stringValue?.contains("InvalidProviderToken") == true, "\(failed?.jsonText ?? "none")")
+        // The log says it once, as an error naming the app (issue 24): a turn, not every check.
+        for _ in 0..<200 where !daemon.child.stderr.contains("error credential check failing") { usleep(25_000) }
+        let turned = daemon.child.stderr.split(separator: "\n").filter { $0.contains(" error credential check failing app=com.example.eew/production reason=") }
+        #expect(turned.count == 1, "\(daemon.child.stderr)")
 
         // A file that does not load: nothing changes, the daemon keeps serving.
         try reload("{ not json", expecting: "nothing changed")
+        #expect(daemon.child.stderr.contains(" error sokuho serve: SIGHUP: "), "a reload that failed is an error line: \(daemon.child.stderr)")
         #expect(try settledApps(2).count == 2)
         #expect(daemon.curl("GET", "/healthz", admin: false).status == 200)
     }

@@ -186,6 +186,20 @@ import Testing
         #expect(try fixture.load(fixture.json(extra: #", "cluster": null"#)).cluster == nil)
     }
 
+    @Test func theLogFormatIsTextByDefaultAndJSONFromTheFileTheVariableOrTheFlag() throws {
+        let fixture = try ServeConfigFixture()
+        #expect(try fixture.load(fixture.json()).logFormat == .text)
+        let fromFile = try fixture.load(fixture.json(extra: #", "logFormat": "json""#))
+        #expect(fromFile.logFormat == .json)
+        #expect(fromFile.summary.contains("\nlog format    json\n"), "\(fromFile.summary)")
+        #expect(try fixture.load(fromFile.json).logFormat == .json, "it loads back from --check-config --json")
+        #expect(try fixture.load(fixture.json(), environment: ["SOKUHO_LOG_FORMAT": "json"]).logFormat == .json)
+        #expect(try fixture.load(fixture.json(extra: #", "logFormat": "json""#), flags: ["--log-format": ["text"]]).logFormat == .text)
+        #expect(throws: ConfigurationError(field: "logFormat", "must be text or json, not 'syslog'")) {
+            try fixture.load(fixture.json(extra: #", "logFormat": "syslog""#))
+        }
+    }
+
     @Test func everySettingHasItsOwnKeyFlagAndVariable() {
         let settings = ServeSetting.all
         #expect(Set(settings.map(\.key)).count == settings.count)

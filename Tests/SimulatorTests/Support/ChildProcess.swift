@@ -12,8 +12,9 @@ final class ChildProcess {
     private var buffered: [UInt8] = []
 
     /// Starts `program` (looked up in PATH when it has no slash) with `arguments`, reading `stdin`
-    /// (a file path; /dev/null when nil).
-    init(_ program: String, _ arguments: [String], stdin: String? = nil) {
+    /// (a file path; /dev/null when nil). `environment`: variables set (a value) or removed (nil)
+    /// on top of this process's own.
+    init(_ program: String, _ arguments: [String], stdin: String? = nil, environment: [String: String?] = [:]) {
         var fds: [Int32] = [0, 0]
         // Close-on-exec from the start (socketpair takes the flag; pipe2 is not visible from Swift), so
         // children spawned by tests running in parallel never hold this child's stdout open.
@@ -39,7 +40,18 @@ final class ChildProcess {
         posix_spawnattr_setsigdefault(&attributes, &all)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var child: pid_t = 0
-        let rc = posix_spawnp(&child, program, &actions, &attributes, argv, environ)
+        var envp: [UnsafeMutablePointer<CChar>?] = []
+        var pointer = environ
+        while let entry = pointer.pointee {
+            let text = String(cString: entry)
+            let name = String(text.prefix { $0 != "=" })
+            if environment.index(forKey: name) == nil { envp.append(strdup(entry)) }
+            pointer += 1
+        }
+        for case let (name, value?) in environment { envp.append(strdup(name + "=" + value)) }
+        envp.append(nil)
+        defer { for entry in envp { free(entry) } }
+        let rc = posix_spawnp(&child, program, &actions, &attributes, argv, envp)
         posix_spawnattr_destroy(&attributes)
         posix_spawn_file_actions_destroy(&actions)
         for pointer in argv { free(pointer) }
