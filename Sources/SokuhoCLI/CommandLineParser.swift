@@ -102,11 +102,7 @@ public struct CommandLineParser: Sendable {
         lines.append("\(path) — \(command.summary)")
         lines.append("")
         if command.subcommands.isEmpty || command.run != nil {
-            // A positional the usage text already places (`fanout`'s "EVENT.json --store DIR …") is not repeated.
-            let placed = Set(command.usage.split(separator: " ").map { String($0) })
-            let positionalText = command.positionals.filter { !placed.contains($0.name) && !placed.contains("[\($0.name)]") }
-                .map { $0.required ? $0.name : "[\($0.name)]" }.joined(separator: " ")
-            lines.append("usage: \(path) \(command.usage)\(positionalText.isEmpty ? "" : " " + positionalText)")
+            lines.append("usage: \(path) \(usage(of: command))")
         }
         if !command.subcommands.isEmpty {
             lines.append(command.run == nil ? "usage: \(path) <command> [options]" : "   or: \(path) <command> [options]")
@@ -131,10 +127,7 @@ public struct CommandLineParser: Sendable {
         let labels = options.map { $0.name + ($0.value.map { " " + $0 } ?? "") }
         let width = labels.map(\.count).max() ?? 0
         for (option, label) in zip(options, labels) {
-            var text = option.help
-            if let variable = option.environment { text += " [env \(variable)]" }
-            if option.repeatable { text += " (repeatable)" }
-            lines.append("  \(pad(label, width))  \(text)")
+            lines.append("  \(pad(label, width))  \(option.fullHelp)")
         }
         if !command.details.isEmpty {
             lines.append("")
@@ -145,6 +138,16 @@ public struct CommandLineParser: Sendable {
             lines.append("Run '\(path) <command> --help' for a command's options.")
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// What follows the command's path on its usage line: the declared usage, then the positionals
+    /// it does not already place (`fanout`'s "EVENT.json --store DIR …" names EVENT.json once).
+    /// `--help` and the man page (`ManPage`) both print it.
+    static func usage(of command: CommandSpec) -> String {
+        let placed = Set(command.usage.split(separator: " ").map { String($0) })
+        let positionalText = command.positionals.filter { !placed.contains($0.name) && !placed.contains("[\($0.name)]") }
+            .map { $0.required ? $0.name : "[\($0.name)]" }.joined(separator: " ")
+        return command.usage + (positionalText.isEmpty ? "" : " " + positionalText)
     }
 
     private static func pad(_ text: String, _ width: Int) -> String {

@@ -18,6 +18,14 @@ public struct OptionSpec: Sendable {
         self.environment = environment
         self.repeatable = repeatable
     }
+
+    /// The help as `--help` and the man page print it: with its variable and whether it repeats.
+    public var fullHelp: String {
+        var text = help
+        if let environment { text += " [env \(environment)]" }
+        if repeatable { text += " (repeatable)" }
+        return text
+    }
 }
 
 /// A positional argument.

@@ -26,7 +26,7 @@ enum FanoutCommand {
             OptionSpec("--svg", value: "FILE", help: "draw delivered over time and the latency distribution into FILE"),
             OptionSpec("--log", value: "FILE", help: "append one JSON line per push: token's last 8 characters, group, apns-id, apns-unique-id, status, reason, outcome"),
         ] + androidOptions,
-        positionals: [PositionalSpec("EVENT.json", help: "the event (a JSON object; see the README's \"Events\")")],
+        positionals: [PositionalSpec("EVENT.json", help: "the event (a JSON object; see \(InstalledDocumentation.section("Events")))")],
         details: """
         Running the same event (key, serial, body) again prints "already sent" and the earlier
         report; an interrupted one (a crash, kill -9) resumes where its checkpoints say. A higher

@@ -18,7 +18,7 @@ enum ServeCommand {
         summary: "the push daemon: warm connections per app, the HTTP API for events, /metrics, /readyz",
         usage: "[--config FILE] [overrides] [--check-config [--json] | --promote]",
         options: [
-            OptionSpec("--config", value: "FILE", help: "the configuration file (JSON; see the README's \"Daemon configuration\")", environment: "SOKUHO_CONFIG"),
+            OptionSpec("--config", value: "FILE", help: "the configuration file (JSON; see \(InstalledDocumentation.section("Daemon configuration")))", environment: "SOKUHO_CONFIG"),
             OptionSpec("--check-config", help: "check the configuration, print a summary and exit"),
             OptionSpec("--json", help: "with --check-config: print the configuration, defaults filled in, as JSON"),
             OptionSpec("--promote", help: "promote the standby running with this configuration (POST /v1/promote on its first listen address with its admin token) and exit"),

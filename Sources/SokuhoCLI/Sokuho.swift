@@ -8,6 +8,8 @@ public enum Sokuho {
         exit codes: 0 ok · 1 APNs refused · 64 usage · 65 invalid input · 66 missing input file ·
                     69 server unreachable or TLS failed · 73/74 cannot write · 75 try again ·
                     77 permission denied · 78 configuration
+
+        'sokuho help --man' prints all of this as the man page sokuho(1).
         """,
         subcommands: [
             SendCommand.spec,
@@ -27,6 +29,12 @@ public enum Sokuho {
     public static func run(_ arguments: [String], environment: [String: String], console: Console) -> ExitCode {
         var arguments = arguments
         if arguments.first == "--version" || arguments.first == "-V" { arguments[0] = "version" }
+        // sokuho(1) from the same table as --help (Packaging/build-deb installs it). Not a command
+        // of the table: the man page would list it as one among the pushes and the store.
+        if arguments == ["help", "--man"] {
+            console.write(ManPage.render())
+            return .success
+        }
         let parser = CommandLineParser(root: root)
         do {
             switch try parser.parse(arguments, environment: environment, console: console) {

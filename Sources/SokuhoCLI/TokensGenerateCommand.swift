@@ -23,7 +23,7 @@ enum TokensGenerateCommand {
         With --platform android each line is an Android installation's: kind fcm and a token shaped
         like the ones Firebase issues (152 to 163 characters: an instance id, ':', APA91b, a tail
         of A-Z a-z 0-9 _ -), written as text.
-        Example (the README's import benchmark):
+        Example (the import benchmark of \(InstalledDocumentation.section("Performance"))):
           sokuho tokens generate --count 1000000 --topics 1 > tokens.jsonl
           sokuho tokens import tokens.jsonl --store /tmp/bench-store
         """,
