@@ -108,4 +108,33 @@ import Vocabulary
             #expect(try store.tokenOwner(app: testBundle, environment: .production, kind: .fcm, token: Array(FanoutScenario.fcmToken(1).utf8)) != nil)
         }
     }
+
+    @Test func retriedFCMAnswersKeepTheInvariantsEveryAndroidPhoneOnceNothingLost() throws {
+        // 20% UNAVAILABLE and 5% INTERNAL answered to valid sends (retried with back-off), and a
+        // few QUOTA_EXCEEDED (the whole pool waits out Retry-After, 1 s): FCM's transient faults.
+        let scenario = try FanoutScenario { configuration in
+            configuration.trackTokens = true
+            configuration.seed = 23
+            configuration.fcmFaults = [("UNAVAILABLE", 0.2), ("INTERNAL", 0.05), ("QUOTA_EXCEEDED", 0.003)]
+        }
+        let phones = (0..<300).map { FanoutScenario.Phone(id: "a\($0)", token: FanoutScenario.fcmToken($0), kind: .fcm, topics: [("region:1", 0)]) }
+        let ios = (0..<100).map { FanoutScenario.Phone(id: "i\($0)", token: FanoutScenario.token($0), topics: [("region:1", 0)], broadcast: true) }
+        try scenario.register(phones + ios)
+        let run = scenario.fanout(scenario.event("start.json", startEvent(key: "eew-faults", groups: Self.regionOne, channel: "null")),
+                                  scenario.android)
+        // A message FCM kept answering UNAVAILABLE past the retry policy's attempts ends failed
+        // (exit 1): still exactly one outcome, counted, never lost and never sent twice.
+        #expect(run.code == .success || run.code == .refused, "\(run)")
+        let report = try JSONParser.parse(run.out)
+        let android = try #require(report["android"])
+        func count(_ key: String) -> Int { Int(android[key]?.int64Value ?? -1) }
+        #expect(count("targets") == 300 && count("delivered") + count("failed") + count("unknown") + count("expired") == 300, "\(run.out)")
+        #expect(count("delivered") >= 270 && count("unknown") == 0, "\(run.out)")
+        #expect((report["retried"]?.int64Value ?? 0) > 0, "the faults must have been retried: \(run.out)")
+        let counters = scenario.running.counters
+        #expect(counters.fcmAcceptedPerToken.count == count("delivered") && counters.fcmAcceptedPerToken.values.allSatisfy { $0 == 1 },
+                "every delivered Android phone exactly once, as the report says")
+        #expect(counters.acceptedPerToken.count == 100 && counters.acceptedPerToken.values.allSatisfy { $0 == 1 })
+    }
 }
+
