@@ -199,6 +199,18 @@ import Vocabulary
         let exposition = writeFile(temporaryDirectory("sokuho-metrics"), "metrics.txt", metrics.body)
         let lint = ChildProcess.run("/usr/bin/promtool", ["check", "metrics"], stdin: exposition)
         #expect(lint.status == 0, "promtool check metrics: \(lint.out)\(lint.err)")
+        // The shipped Grafana dashboard names only metrics the daemon exposes (the alert rules are
+        // promtool's: Packaging/test; some name a cluster's, which a node alone does not expose).
+        let families = Set(metrics.body.split(separator: "\n").compactMap { line in
+            line.hasPrefix("# TYPE ") ? line.split(separator: " ")[2] : nil
+        }.map(String.init))
+        for file in ["grafana/sokuho-dashboard.json"] {
+            let text = String(decoding: readFile(Self.packaging + file), as: UTF8.self)
+            let named = Set(text.matches(of: /(sokuho|process)_[a-z_]+/).map { match in
+                String(match.output.0).replacing(/_(bucket|sum|count)$/, with: "")
+            })
+            #expect(!named.isEmpty && named.subtracting(families).isEmpty, "\(file) names what /metrics lacks: \(named.subtracting(families).sorted())")
+        }
         // The same event again: already sent, nothing more on the wire.
         let again = daemon.curl("POST", "/v1/events", body: event)
         #expect(again.status == 200 && again.body.contains(#""alreadySent":true"#), "\(again.body)")
@@ -299,6 +311,9 @@ import Vocabulary
     }
 
     /// A registration body for the app of the scenario.
+    /// The repository's Packaging/ directory (the dashboard and alert rules the package ships).
+    static let packaging = "/" + #filePath.split(separator: "/").dropLast(3).joined(separator: "/") + "/Packaging/"
+
     static func registration(_ id: String?, pushToStart: String? = nil, device: String? = nil, topic: String = "region:0",
                              minLevel: Int = 0, extra: String = "") -> String {
         var members = [#""app":"\#(testBundle)""#, #""environment":"production""#]
