@@ -66,7 +66,7 @@ enum BenchServeCommand {
         do {
             let store = try TokenStore(directory: directory + "/store")
             defer { store.close() }
-            _ = try DemoCommand.populate(store, installations: phones, regions: 1)
+            _ = try DemoCommand.populate(store, installations: phones, regions: 1, android: false)
         } catch let error as CLIError { throw error } catch { throw CLIError(.software, "the store: \(error)") }
 
         let admin = Base64URL.encode(RandomSource.shared.bytes(24))

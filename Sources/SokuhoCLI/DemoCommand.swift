@@ -122,8 +122,9 @@ enum DemoCommand {
 
     /// Fills the store: realistic random tokens, minimum levels 0–4; 40% of phones on iOS 18, 20%
     /// on iOS 17, 30% on Android (FCM), 10% with Live Activities off (device token only, for the
-    /// fallback alert).
-    static func populate(_ store: TokenStore, installations: Int, regions: Int) throws(CLIError) -> Phones {
+    /// fallback alert). Without `android` (`bench serve`, whose daemon has no Android side) those
+    /// 30% are iOS 17 phones instead.
+    static func populate(_ store: TokenStore, installations: Int, regions: Int, android: Bool = true) throws(CLIError) -> Phones {
         var random = SplitMix64(seed: 2026)
         var phones = Phones()
         var operations: [WriteOperation] = []
@@ -135,7 +136,7 @@ enum DemoCommand {
             var token: [UInt8] = []
             for _ in 0..<4 { withUnsafeBytes(of: random.next()) { token.append(contentsOf: $0) } }
             let roll = random.next() % 10
-            if (1...3).contains(roll) {
+            if android, (1...3).contains(roll) {
                 phones.android += 1
                 operations.append(.register(TokenRegistration(installationID: id, app: app, environment: .production, kind: .fcm,
                                                               token: TokensGenerateCommand.fcmToken(&random), topics: topics), at: now))
