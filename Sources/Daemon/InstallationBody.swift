@@ -25,8 +25,8 @@ package enum BodyFields {
     /// phone could never PUT or DELETE again is refused when it is registered.
     package static func installationID(_ value: JSONValue, field: String) throws(EventError) -> String {
         let text = try name(value, field: field)
-        guard !text.contains("/"), text != ".", text != ".." else {
-            throw EventError(field: field, "must not contain '/' or be '.' or '..': it is a segment of /v1/installations/{id}")
+        guard StoreLimits.isAddressableInstallationID(text) else {
+            throw EventError(field: field, "\(StoreLimits.addressableInstallationIDRule): it is a segment of /v1/installations/{id}")
         }
         return text
     }

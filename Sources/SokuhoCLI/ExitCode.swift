@@ -2,7 +2,8 @@
 public enum ExitCode: Int32, Sendable {
     /// Done; for `send`, APNs answered 200.
     case success = 0
-    /// APNs (or the simulator) answered, and refused: the reason is printed.
+    /// APNs (or the simulator) answered, and refused: the reason is printed. For `tokens remove`:
+    /// the store has no installation with that id (nothing changed), as `grep` finding nothing.
     case refused = 1
     /// The command line is wrong: unknown command or option, missing value.
     case usage = 64

@@ -10,6 +10,15 @@ public struct StoreCheckReport: Sendable, Equatable {
     public let problems: [String]
     /// Problems beyond the listed ones.
     public let moreProblems: Int
+    /// Installations whose id the HTTP API cannot address (`StoreLimits.isAddressableInstallationID`):
+    /// stored before the API refused such ids, or imported. Not a problem — the store is consistent
+    /// and their tokens still get pushes — but the phone can never update or delete them.
+    public let unaddressableInstallations: Int
+    /// The first `listedUnaddressable` of them, in key order.
+    public let unaddressableInstallationIDs: [String]
+
+    /// How many unaddressable ids a report lists: enough to act on, bounded for a store full of them.
+    public static let listedUnaddressable = 20
 
     public var isConsistent: Bool { problems.isEmpty }
 }
@@ -27,6 +36,8 @@ extension TokenStore {
             }
             let version = try StoreSchema.storedVersion(txn, meta: databases.meta)
             var installations = 0
+            var unaddressable = 0
+            var unaddressableIDs: [String] = []
             var expectedTokens = 0
             var expectedTopicEntries = 0
             try txn.withCursor(databases.installations) { cursor throws(StoreError) in
@@ -35,6 +46,11 @@ extension TokenStore {
                     while let (key, value) = position {
                         let id = StoreKeys.installationID(key)
                         installations += 1
+                        // Judged by the key alone, so a record that does not decode is still listed.
+                        if !StoreLimits.isAddressableInstallationID(id) {
+                            unaddressable += 1
+                            if unaddressableIDs.count < StoreCheckReport.listedUnaddressable { unaddressableIDs.append(id) }
+                        }
                         let installation: Installation
                         do throws(StoreError) { installation = try Installation(id: id, decoding: value) } catch {
                             problem(error.located(at: directory).description)
@@ -106,7 +122,8 @@ extension TokenStore {
                 }
             }
             return StoreCheckReport(schemaVersion: version, installations: installations, tokens: tokens,
-                                    topicEntries: topicEntries, problems: problems, moreProblems: more)
+                                    topicEntries: topicEntries, problems: problems, moreProblems: more,
+                                    unaddressableInstallations: unaddressable, unaddressableInstallationIDs: unaddressableIDs)
         }
     }
 

@@ -27,6 +27,19 @@ public enum StoreLimits {
         }
     }
 
+    /// Whether the HTTP API can address an installation with this id: the id is one path segment
+    /// of `/v1/installations/{id}`, and the path is percent-decoded before routing, so an id with
+    /// "/" (even sent as "%2F") is never found again; "." and ".." are normalised away by clients.
+    /// Such an id could register once (before the API refused it) but the phone can never PUT or
+    /// DELETE it. One rule for the daemon (which refuses such ids) and `check()` (which lists the
+    /// ones stored before), so the two cannot disagree.
+    public static func isAddressableInstallationID(_ id: String) -> Bool {
+        !id.utf8.contains(UInt8(ascii: "/")) && id != "." && id != ".."
+    }
+
+    /// What `isAddressableInstallationID` refuses, for messages.
+    public static let addressableInstallationIDRule = "must not contain '/' or be '.' or '..'"
+
     /// A stored token of `kind`: an APNs token `DeviceToken.storedAPNsByteCount` bytes, an FCM
     /// token's text `DeviceToken.isFCMRegistrationToken` (bounds written there with every other).
     public static func checkToken(_ token: [UInt8], kind: TokenKind, field: String = "token") throws(StoreError) {
