@@ -1,3 +1,11 @@
+// Daemon — `sokuho serve` put together: `Daemon` binds the HTTP API, then starts the `Service`, and
+// stops them in the reverse order.
+// - `Router` and its route files (installations, channels, events, promote, tokens).
+// - `APIWorker`: the API's work off its thread (store, Redis and counts), a bounded queue, 503
+//   `busy` when full.
+// - `StatusPage`. This module is the only place HTTP status codes live.
+// - `openapi.json` describes the API (SimulatorTests/OpenAPITests checks the server against it).
+
 import DaemonConfiguration
 import HTTPAPI
 import Runtime

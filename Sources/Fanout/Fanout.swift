@@ -1,3 +1,19 @@
+// Fanout — events, for `sokuho fanout`, the daemon's queue and a cluster's shards alike (README,
+// "Events").
+// - `FanoutEvent`: the event as read.
+// - `EventAdmission`: the one statement of the key/serial/body rules (superseded, conflict, already
+//   sent, resume, new), which the CLI and the daemon each word their own way.
+// - `EventRun`: one run in phases, a method and file each: admit → plan starts → channels → send →
+//   settle → record; `Fanout.run` builds and drives it.
+// - `StartScanner`: the start passes — the store scanned 4,096 targets at a time, pushes handed out
+//   in chunks whose checkpoint is written first.
+// - `FanoutSink`: the run's books behind one private lock, taken per chunk, never per push:
+//   outcomes, scan windows, the circuit breaker, prunes.
+// - `CheckpointJournal`: where start checkpoints go besides the store, and the stop signal (a
+//   cluster shard's Redis copy and lease).
+// - `StopReason`: why a run stopped, as a case; its text is the report's `stopped`.
+// - `ChannelClient`: channel create/read/delete and broadcasts.
+
 import Sender
 import TokenStore
 

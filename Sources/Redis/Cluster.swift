@@ -1,8 +1,9 @@
 // Cluster — several `sokuho serve` nodes sharing registrations and events through Valkey/Redis
 // Streams (issue 15; the README's "Cluster" says what a user gets). This module is the Redis side:
 // a small typed client on hiredis and the atomic scripts the nodes agree through. The daemon's side
-// (threads, links, what runs when) is in Sources/Daemon/Cluster*.swift and Shard*.swift; the
-// store's side of replication in TokenStore's StoreReplication.swift and ReplicatedWrite.swift.
+// (threads, links, what runs when) is in Sources/Cluster and Runtime's ClusterEvents.swift and
+// ShardWorkers.swift; the store's side of replication in TokenStore's StoreReplication.swift and
+// ReplicatedWrite.swift.
 //
 // - Registrations: every node appends its store changes to the stream `sokuho:registrations`
 //   (XADD, MAXLEN ~ trimming) from an outbox the store writes in the same transaction as each

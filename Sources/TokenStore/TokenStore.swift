@@ -1,3 +1,19 @@
+// TokenStore — the LMDB token store.
+// - Databases: installations (iOS: push-to-start and device tokens; Android: one FCM token, token
+//   kind `fcm` = 3 since schema 6, which an older Sokuho refuses as a newer schema), tokens (with
+//   registered-at in ms, for 410 pruning), a `DUPSORT|DUPFIXED` topic index sorted by minimum level
+//   (each entry's kind byte carries the installation's iOS 18 broadcast flag), activities,
+//   channels, event progress; a schema version with migrations.
+// - One writer thread (an IO `OSThread`, its queue on IO's `ConditionLock`, system calls through
+//   IO's `Syscall`) that batches and grows the map before `MDB_MAP_FULL`; `MDB_NOTLS` readers.
+// - `TopicScan` streams targets (kind, min level, broadcast flag) with a resume watermark, also
+//   after any single target.
+// - Replication's store side: `ReplicatedWrite` (the binary codec of the shared operations; a batch
+//   carrying an FCM token is version 2, refused by an older node by its version) and
+//   StoreReplication.swift (the outbox written in each local write's transaction, the applied
+//   stream id written with the changes read from the stream, the replica identity; a backup leaves
+//   the outbox and identity out).
+
 import CLMDB
 import Glibc
 
