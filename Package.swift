@@ -108,7 +108,7 @@ let package = Package(
         .testTarget(name: "SourceRuleTests"),
         // Fuzzing: the targets (parsers of untrusted input), the libFuzzer driver that Toolchain/fuzz
         // builds with sanitizers (here it only replays files), and the replay of Tests/FuzzCorpus.
-        .target(name: "FuzzTargets", dependencies: ["APNs", "FCM", "Daemon", "DaemonConfiguration", "Runtime", "Fanout", "HTTP2", "JSONCore", "TokenStore"], path: "Tests/FuzzTargets"),
+        .target(name: "FuzzTargets", dependencies: ["APNs", "FCM", "Daemon", "DaemonConfiguration", "Runtime", "Fanout", "HTTP2", "HTTPAPI", "JSONCore", "TokenStore"], path: "Tests/FuzzTargets"),
         .executableTarget(name: "sokuho-fuzz", dependencies: ["FuzzTargets"], path: "Tests/Fuzz"),
         .testTarget(name: "FuzzTests", dependencies: ["FuzzTargets"]),
     ],

@@ -23,7 +23,7 @@ public struct FramingRefusal: Error, Sendable, Equatable {
 ///
 /// `verdicts` has one entry per head released, in order; evhttp hands requests to the handler in
 /// the same order, so the handler takes the first (nil: serve it).
-struct RequestFraming {
+package struct RequestFraming {
     private enum State {
         case head
         case body(remaining: Int)
@@ -44,9 +44,9 @@ struct RequestFraming {
     /// body is read here and dropped (its head is released without its framing headers).
     private var releasingBody = true
     private let maximumHeadBytes: Int
-    private(set) var verdicts: [FramingRefusal?] = []
+    package private(set) var verdicts: [FramingRefusal?] = []
 
-    init(maximumHeadBytes: Int) {
+    package init(maximumHeadBytes: Int) {
         self.maximumHeadBytes = maximumHeadBytes
     }
 
@@ -63,7 +63,7 @@ struct RequestFraming {
     }
 
     /// Reads `input` and returns the bytes evhttp may read now.
-    mutating func feed(_ input: [UInt8]) -> [UInt8] {
+    package mutating func feed(_ input: [UInt8]) -> [UInt8] {
         var out: [UInt8] = []
         var index = 0
         while index < input.count {

@@ -8,6 +8,7 @@ import DaemonConfiguration
 import Runtime
 import Fanout
 import HTTP2
+import HTTPAPI
 import JSONCore
 import TokenStore
 
@@ -35,6 +36,7 @@ public enum FuzzTargets {
         Target(name: "replicated-write", run: replicatedWrite),
         Target(name: "fcm-response", run: fcmResponse),
         Target(name: "service-account", run: serviceAccount),
+        Target(name: "http-framing", run: httpFraming),
     ]
 
     public static func named(_ name: String) -> Target? { all.first { $0.name == name } }
@@ -152,6 +154,23 @@ public enum FuzzTargets {
         require(ServiceAccount.isProjectID(account.projectID), "accepted project_id '\(account.projectID)'")
         let again = try? ServiceAccount(json: account.googleLayoutJSON(clientID: "1"))
         require(again == account, "a service account does not read back as itself")
+    }
+
+    /// Bytes from an API client through the framing check that stands before evhttp: the first byte
+    /// says where the stream is cut in two reads; any cut must release the same bytes with the
+    /// same verdicts as one read (a client cannot make its request mean something else by how it
+    /// splits its writes), and what is released never outgrows the input by more than the
+    /// stand-in request each refusal puts in its place.
+    static func httpFraming(_ data: UnsafeRawBufferPointer) {
+        guard data.count >= 1 else { return }
+        let bytes = Array(data[1...])
+        let cut = bytes.isEmpty ? 0 : Int(data[0]) % (bytes.count + 1)
+        var whole = RequestFraming(maximumHeadBytes: 1024)
+        let once = whole.feed(bytes)
+        var split = RequestFraming(maximumHeadBytes: 1024)
+        let twice = split.feed(Array(bytes[..<cut])) + split.feed(Array(bytes[cut...]))
+        require(once == twice && whole.verdicts == split.verdicts, "a cut at \(cut) of \(bytes.count) bytes changes what evhttp reads")
+        require(once.count <= bytes.count + 64 * whole.verdicts.count, "released \(once.count) bytes from \(bytes.count)")
     }
 
     /// Bytes from "APNs" into a client HTTP2Session (nghttp2 and our callbacks) that has sent one
