@@ -2,8 +2,8 @@ import Glibc
 
 /// Whole-file reads and writes with POSIX calls (no Foundation), reporting errno as text so callers
 /// can word their own error.
-enum FileBytes {
-    enum Failure: Error {
+package enum FileBytes {
+    package enum Failure: Error {
         case missing
         case failed(String)
         case tooLarge
@@ -11,7 +11,7 @@ enum FileBytes {
 
     /// The contents of the regular file at `path`; more than `limit` bytes is `tooLarge` (a key
     /// path pointing at /dev/zero or a disk image must not read until memory runs out).
-    static func read(_ path: String, limit: Int = .max) throws(Failure) -> [UInt8] {
+    package static func read(_ path: String, limit: Int = .max) throws(Failure) -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw errno == ENOENT ? .missing : .failed(errnoText()) }
         defer { close(fd) }

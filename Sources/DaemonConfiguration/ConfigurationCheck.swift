@@ -63,7 +63,14 @@ package struct ConfigurationCheck {
     /// Reads and checks a service-account file (the message names the file's member and the fix).
     package static func serviceAccount(_ file: String, field: String) throws(ConfigurationError) -> ServiceAccount {
         let bytes: [UInt8]
-        do { bytes = try SecretFile.contents(file) } catch { throw ConfigurationError(field: field, "\(file): \(error)") }
+        do throws(FileBytes.Failure) { bytes = try FileBytes.read(file, limit: 1 << 20) } catch {
+            let why = switch error {
+            case .missing: "does not exist"
+            case let .failed(text): "cannot be read (\(text))"
+            case .tooLarge: "is larger than 1 MiB: not a service account file"
+            }
+            throw ConfigurationError(field: field, "\(file) \(why)")
+        }
         do { return try ServiceAccount(json: bytes) } catch { throw ConfigurationError(field: field, "\(file): \(error)") }
     }
 

@@ -5,7 +5,7 @@ extension StartScanner {
     /// Both report to the same sink and count against the APNs pool's gate, so the bound on
     /// what a crash leaves unknown covers both providers together.
     func send(_ jobs: [PushJob]) {
-        guard let android, jobs.contains(where: { androidSlots.contains(Int($0.id >> PushSlot.sequenceBits)) }) else {
+        guard let android else {
             pool.send(jobs, urgent: urgent)
             return
         }
@@ -14,6 +14,6 @@ extension StartScanner {
             if androidSlots.contains(Int(job.id >> PushSlot.sequenceBits)) { fcm.append(job) } else { apns.append(job) }
         }
         if !apns.isEmpty { pool.send(apns, urgent: urgent) }
-        android.send(fcm, urgent: urgent)
+        if !fcm.isEmpty { android.send(fcm, urgent: urgent) }
     }
 }

@@ -121,7 +121,7 @@ enum FanoutCommand {
 
     /// The FCM lane from `--service-account` (nil without it), holding its first access token.
     static func androidLane(_ invocation: Invocation, tls: TLSConfiguration) throws(CLIError) -> AndroidLane? {
-        try checkAndroidOptions(invocation)
+        // `run` checked the FCM options' usage before anything was opened (`checkAndroidOptions`).
         guard invocation.string("--service-account") != nil else { return nil }
         let account = try FCMConnection.serviceAccount(invocation)
         let (host, port) = try APNsConnectionOptions.hostPort(invocation.string("--fcm-host") ?? "\(FCMEndpoint.host):443", option: "--fcm-host")
