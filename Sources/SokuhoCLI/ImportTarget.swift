@@ -3,71 +3,157 @@ import Glibc
 #endif
 import TokenStore
 
-/// Where `tokens import` writes. Into an existing store: the store itself, each chunk committed
-/// durably, so a killed import keeps what it committed. Into a new one (no store at `--store` yet):
-/// a working copy in `DIR/.importing`, committed without an fsync per chunk, and at the end the
-/// store itself written from it in key order, packed and synced (`TokenStore.backup`), the working
-/// copy removed. A fresh store of random tokens built chunk by chunk is about three times the size
-/// of its packed copy (pages split half full) and every chunk's fsync rewrote pages all over it,
-/// so 10M tokens took twice as long per million as 1M, and the first event after the import paid
-/// for the uncompacted pages (issue 25). A killed fresh import leaves no store, only the working
-/// copy, which the next import removes.
-struct ImportTarget {
-    let store: TokenStore
+/// Where `tokens import` writes.
+///
+/// Into an existing store: the store itself, each chunk committed durably, so a killed import
+/// keeps what it committed.
+///
+/// Into a new one (no store at `--store` yet), nothing is written at `--store` until the end,
+/// and then the whole store at once, packed in key order and synced: a killed import leaves no
+/// store, only its working files under `DIR/.importing`, which the next import removes. A store
+/// built by inserting random tokens into one B-tree costs more per token the larger it grows
+/// (10M took twice as long per million as 1M: every chunk touched pages all over a tree that no
+/// longer fit the caches, and left them half full), so a file is imported in **parts**: each
+/// `partLines` lines (never cutting an installation's adjacent lines apart) go into a small
+/// store of their own, `DIR/.importing/part-N`, without an fsync per chunk, and at the end
+/// `TokenStore.merge` writes the store from all parts in one pass (issue 25). Parts that share
+/// an installation or a token (the same one on lines a part apart) do not commute; the merge
+/// says so and the file is imported again into one working copy, `DIR/.importing`, then
+/// written packed (`TokenStore.backup`), the same store a slower way. Input that cannot be
+/// read twice (stdin, a pipe) goes into one working copy from the start.
+final class ImportTarget {
+    enum Layout: Equatable {
+        /// The existing store itself.
+        case store
+        /// One working copy at `DIR/.importing`.
+        case workingCopy
+        /// Parts at `DIR/.importing/part-N`.
+        case parts
+    }
+
+    /// Where chunks are written now (the current part, with `.parts`).
+    private(set) var store: TokenStore
     let directory: String
-    /// The working copy (nil: the import writes the store itself).
-    let working: String?
+    let layout: Layout
+    /// The parts written so far, the current one last.
+    private var parts: [String] = []
+
+    /// Lines per part (`--part-lines`): a part's B-tree stays small enough that inserting into it
+    /// costs the same per token however large the import (see the README's bench-scale table).
+    static let defaultPartLines = 250_000
 
     /// Whether each chunk is committed with an fsync (only into an existing store).
-    var durable: Bool { working == nil }
+    var durable: Bool { layout == .store }
 
-    static func open(_ invocation: Invocation) throws(CLIError) -> ImportTarget {
+    private var working: String { directory + "/.importing" }
+
+    private init(store: TokenStore, directory: String, layout: Layout, parts: [String]) {
+        self.store = store
+        self.directory = directory
+        self.layout = layout
+        self.parts = parts
+    }
+
+    /// The target for `invocation`'s `--store`; `parted`: a new store may be imported in parts.
+    static func open(_ invocation: Invocation, parted: Bool) throws(CLIError) -> ImportTarget {
         let directory = StoreAccess.directory(invocation)
         guard access(directory + "/data.mdb", F_OK) != 0 else {
-            return ImportTarget(store: try StoreAccess.open(invocation, readOnly: false, create: true), directory: directory, working: nil)
+            return ImportTarget(store: try StoreAccess.open(invocation, readOnly: false, create: true), directory: directory,
+                                layout: .store, parts: [])
         }
         try StoreAccess.requireOwner(directory, command: invocation.commandPath)
         let working = directory + "/.importing"
-        try removeWorkingCopy(working)
+        try removeWorkingFiles(working)
+        let first = parted ? working + "/part-1" : working
         do {
-            let store = try TokenStore(directory: working, options: TokenStore.Options(readOnly: false, create: true, maximumBatch: 500_000))
-            return ImportTarget(store: store, directory: directory, working: working)
+            return ImportTarget(store: try openWorking(first), directory: directory, layout: parted ? .parts : .workingCopy,
+                                parts: parted ? [first] : [])
         } catch {
-            try? removeWorkingCopy(working)
+            try? removeWorkingFiles(working)
             throw naming(StoreAccess.cliError(error), directory: directory, working: working)
         }
     }
 
-    /// `error` as the user should read it: about the store they named, not its working copy.
+    private static func openWorking(_ path: String) throws(StoreError) -> TokenStore {
+        try TokenStore(directory: path, options: TokenStore.Options(readOnly: false, create: true, maximumBatch: 500_000))
+    }
+
+    /// The current part is complete (every chunk of it committed): later chunks go into a new one.
+    func startNextPart() throws(CLIError) {
+        precondition(layout == .parts)
+        store.close()
+        let next = working + "/part-\(parts.count + 1)"
+        do { store = try Self.openWorking(next) } catch { throw naming(StoreAccess.cliError(error)) }
+        parts.append(next)
+    }
+
+    /// `error` as the user should read it: about the store they named, not its working files.
     func naming(_ error: CLIError) -> CLIError {
-        working.map { Self.naming(error, directory: directory, working: $0) } ?? error
+        layout == .store ? error : Self.naming(error, directory: directory, working: working)
     }
 
     private static func naming(_ error: CLIError, directory: String, working: String) -> CLIError {
         CLIError(error.code, error.message.replacing(working, with: directory))
     }
 
-    /// The import is complete: a fresh store is written from the working copy (then removed).
-    func finish() throws(CLIError) {
-        guard let working else { return }
-        do { try StoreAccess.run { () throws(StoreError) in try store.backup(to: directory) } } catch { throw naming(error) }
-        store.close()
-        try Self.removeWorkingCopy(working)
+    /// The import is complete: a new store is written from the working copy or the parts, and
+    /// the working files go. False: the parts overlap, nothing was written, the working files are
+    /// gone; import again with `parted` false.
+    func finish() throws(CLIError) -> Bool {
+        switch layout {
+        case .store:
+            return true
+        case .workingCopy:
+            do { try StoreAccess.run { () throws(StoreError) in try store.backup(to: directory) } } catch { throw naming(error) }
+            store.close()
+        case .parts:
+            store.close()
+            let result: StoreMergeResult
+            do {
+                result = try StoreAccess.run { () throws(StoreError) in try TokenStore.merge(parts: parts, into: directory) }
+            } catch {
+                throw naming(error)
+            }
+            if case .overlapping = result {
+                try Self.removeWorkingFiles(working)
+                return false
+            }
+        }
+        try Self.removeWorkingFiles(working)
+        return true
     }
 
-    /// The import failed: the working copy goes (the store never existed).
+    /// The import failed: the working files go (the store never existed).
     func abandon() {
         store.close()
-        if let working { try? Self.removeWorkingCopy(working) }
+        if layout != .store { try? Self.removeWorkingFiles(working) }
     }
 
-    /// A store directory holds these files; anything else in a working copy is not ours to remove.
-    private static func removeWorkingCopy(_ path: String) throws(CLIError) {
+    /// A store directory holds these files; anything else in the working directory is not ours
+    /// to remove. Parts are numbered from 1 without gaps (an import that was killed while this
+    /// ran has removed the lowest ones first: the search goes on past a missing number).
+    private static func removeWorkingFiles(_ path: String) throws(CLIError) {
+        var partsMissing = 0
+        var number = 1
+        while partsMissing < 64 {
+            let part = path + "/part-\(number)"
+            if access(part, F_OK) == 0 {
+                try removeStoreFiles(part)
+                partsMissing = 0
+            } else {
+                partsMissing += 1
+            }
+            number += 1
+        }
+        try removeStoreFiles(path)
+    }
+
+    private static func removeStoreFiles(_ path: String) throws(CLIError) {
         for name in ["data.mdb", "lock.mdb", "writer.lock"] where unlink(path + "/" + name) != 0 && errno != ENOENT {
-            throw CLIError(.cantCreate, "cannot remove \(path)/\(name), the working copy of an earlier import: \(String(cString: strerror(errno)))")
+            throw CLIError(.cantCreate, "cannot remove \(path)/\(name), left by an earlier import: \(String(cString: strerror(errno)))")
         }
         if rmdir(path) != 0 && errno != ENOENT {
-            throw CLIError(.cantCreate, "cannot remove \(path), the working copy of an earlier import: \(String(cString: strerror(errno))); remove it and import again")
+            throw CLIError(.cantCreate, "cannot remove \(path), left by an earlier import: \(String(cString: strerror(errno))); remove it and import again")
         }
     }
 }

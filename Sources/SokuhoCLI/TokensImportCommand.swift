@@ -19,6 +19,7 @@ enum TokensImportCommand {
             StoreAccess.option,
             OptionSpec("--strict", help: "import nothing if any line is bad"),
             OptionSpec("--batch", value: "N", help: "lines per queued write (default \(defaultChunkSize)); a killed import keeps whole batches"),
+            OptionSpec("--part-lines", value: "N", help: "a new store from a file is built in parts of N lines, then merged (default \(ImportTarget.defaultPartLines))"),
             OptionSpec("--json", help: "print {\"lines\":…,\"imported\":…,\"bad\":…,\"errors\":[{\"line\":…,\"message\":…}]}"),
         ],
         positionals: [PositionalSpec("FILE", help: "JSON lines, one registration or activity each; - reads stdin")],
@@ -47,13 +48,17 @@ enum TokensImportCommand {
         Bad lines are reported with their line numbers and the rest is imported (exit 65 if any was
         bad); with --strict nothing is imported when a line is bad (the file is read twice; stdin or a
         pipe is held in memory). Blank lines are skipped. Chunks of --batch lines are parsed while
-        earlier ones commit; up to 10 chunks wait, so memory grows with --batch (≈1.2 GB peak RSS at
-        the default for 1M lines, most of it the mapped store). Into an existing store, a killed
-        import keeps the chunks committed so far. A new store (none at --store yet) is built in a
-        working copy (DIR/.importing, without an fsync per chunk) and written at the end, packed in
-        key order and synced, as 'store backup' writes one: about a third of the size, and the
-        first event after the import reads a compact store; a killed new import leaves no store
-        (the next import removes the working copy).
+        earlier ones commit; up to 10 chunks wait, so memory grows with --batch. Into an existing
+        store, a killed import keeps the chunks committed so far. A new store (none at --store yet)
+        is written only when its import completes, packed in key order and synced, as 'store
+        backup' writes one: a killed new import leaves no store (the next import removes what it
+        left in DIR/.importing). From a file, a new store is built in parts of --part-lines lines
+        (small stores in DIR/.importing, without an fsync per chunk), merged into the store in one
+        pass at the end, so each million tokens costs the same however many there are; the parts
+        need about three times the packed store's size on disk meanwhile. An installation's
+        adjacent lines stay in one part; when the same installation or token appears in two parts
+        (lines far apart), the merge cannot be the lines' result and the file is imported again in
+        one pass (slower, the same store). Stdin and pipes are imported in one pass.
         """,
         run: { invocation throws(CLIError) in try run(invocation) })
 
@@ -68,16 +73,9 @@ enum TokensImportCommand {
         defer { reader.close() }
         let strict = invocation.flag("--strict")
         let chunkSize = try invocation.int("--batch", in: 1...1_000_000) ?? defaultChunkSize
-        var lines = 0
-        var badLines: [BadLine] = []
-        var badCount = 0
+        let partLines = try invocation.int("--part-lines", in: 1...100_000_000) ?? ImportTarget.defaultPartLines
         // One clock reading bounds every line's registeredAt (a day of tolerance dwarfs the import).
         let started = WallClock.milliseconds()
-
-        func note(_ line: Int, _ failure: TokenLineParser.Failure) {
-            badCount += 1
-            if badLines.count < listedErrors { badLines.append(BadLine(line: line, message: failure.description)) }
-        }
 
         if strict {
             // First pass: parse only. Input that cannot be read twice (stdin, a pipe) is kept in
@@ -88,87 +86,133 @@ enum TokensImportCommand {
                 reader = try drained.slurp()
                 drained.close()
             }
+            var checked = Counts()
             try reader.forEachLine { number, line throws(CLIError) in
                 guard !isBlank(line) else { return }
-                lines += 1
-                do throws(TokenLineParser.Failure) { _ = try TokenLineParser.parseLine(line, now: started) } catch { note(number, error) }
+                checked.lines += 1
+                do throws(TokenLineParser.Failure) { _ = try TokenLineParser.parseLine(line, now: started) } catch { checked.note(number, error) }
             }
-            if badCount > 0 {
-                report(invocation, lines: lines, imported: 0, badCount: badCount, badLines: badLines)
-                throw CLIError.data("\(badCount) bad line\(badCount == 1 ? "" : "s") in \(path); nothing imported (--strict)")
+            if checked.badCount > 0 {
+                report(invocation, lines: checked.lines, imported: 0, badCount: checked.badCount, badLines: checked.badLines)
+                throw CLIError.data("\(checked.badCount) bad line\(checked.badCount == 1 ? "" : "s") in \(path); nothing imported (--strict)")
             }
             try reader.rewind()
-            lines = 0
         }
 
-        let target = try ImportTarget.open(invocation)
-        let store = target.store
-        var pending: [(ticket: WriteTicket, lines: Int)] = []
+        // A file can be read again if its parts turn out to overlap (`ImportTarget`).
+        let target = try ImportTarget.open(invocation, parted: reader.isRewindable)
+        var loaded = try load(reader, into: target, invocation: invocation, chunkSize: chunkSize, partLines: partLines, now: started)
+        if loaded == nil {
+            // Not an error (the store will be right), but the import takes about twice as long: say why.
+            invocation.console.progress("\r")
+            invocation.console.error("note: an installation or a token is on lines more than a part apart (--part-lines \(partLines)); importing \(path) again in one pass")
+            try reader.rewind()
+            loaded = try load(reader, into: try ImportTarget.open(invocation, parted: false), invocation: invocation,
+                              chunkSize: chunkSize, partLines: partLines, now: started)
+        }
+        let counts = loaded!
+        invocation.console.progress("\r")
+        report(invocation, lines: counts.lines, imported: counts.imported, badCount: counts.badCount, badLines: counts.badLines)
+        if counts.badCount > 0 {
+            throw CLIError.data("\(counts.badCount) bad line\(counts.badCount == 1 ? "" : "s") in \(path) skipped; the other \(counts.imported) were imported")
+        }
+        return .success
+    }
+
+    struct Counts {
+        var lines = 0
         var imported = 0
+        var badCount = 0
+        var badLines: [BadLine] = []
+
+        mutating func note(_ line: Int, _ failure: TokenLineParser.Failure) {
+            badCount += 1
+            if badLines.count < listedErrors { badLines.append(BadLine(line: line, message: failure.description)) }
+        }
+    }
+
+    /// Reads every line of `reader` into `target` and finishes it. Nil: the target's parts
+    /// overlap and nothing was written (`ImportTarget.finish`).
+    static func load(_ reader: LineReader, into target: ImportTarget, invocation: Invocation, chunkSize: Int, partLines: Int,
+                     now started: UInt64) throws(CLIError) -> Counts? {
+        var counts = Counts()
+        var pending: [(ticket: WriteTicket, lines: Int)] = []
         var chunk: [TokenRegistration] = []
         chunk.reserveCapacity(chunkSize)
         // Activity lines of the chunk: few, and a different database, so they go unsorted.
         var activities: [WriteOperation] = []
+        var linesInPart = 0
 
         func waitForOldest() throws(CLIError) {
             let (ticket, count) = pending.removeFirst()
             _ = try StoreAccess.run { () throws(StoreError) in try ticket.wait() }
-            imported += count
-            if invocation.console.isTerminal { invocation.console.progress("\rimported \(imported) lines…") }
+            counts.imported += count
+            if invocation.console.isTerminal { invocation.console.progress("\rimported \(counts.imported) lines…") }
         }
         func flush() throws(CLIError) {
             guard !chunk.isEmpty || !activities.isEmpty else { return }
             let now = WallClock.milliseconds()
             // Keys are built and sorted here, on the parsing thread; the writer only inserts.
             let ticket = try StoreAccess.run { () throws(StoreError) in
-                try store.enqueue((chunk.isEmpty ? [] : [.registerBatch(RegistrationBatch(chunk, at: now))]) + activities,
-                                  durable: target.durable)
+                try target.store.enqueue((chunk.isEmpty ? [] : [.registerBatch(RegistrationBatch(chunk, at: now))]) + activities,
+                                         durable: target.durable)
             }
             pending.append((ticket, chunk.count + activities.count))
+            linesInPart += chunk.count + activities.count
             chunk.removeAll(keepingCapacity: true)
             activities.removeAll(keepingCapacity: true)
-            if pending.count >= inFlight { try waitForOldest() }
+            if target.layout == .parts && linesInPart >= partLines {
+                while !pending.isEmpty { try waitForOldest() }
+                try target.startNextPart()
+                linesInPart = 0
+            } else if pending.count >= inFlight {
+                try waitForOldest()
+            }
         }
 
         do throws(CLIError) {
             try reader.forEachLine { number, line throws(CLIError) in
                 guard !isBlank(line) else { return }
-                lines += 1
-                do throws(TokenLineParser.Failure) {
-                    switch try TokenLineParser.parseLine(line, now: started) {
-                    case let .registration(registration): chunk.append(registration)
-                    case let .activity(activity): activities.append(.putActivity(activity))
-                    }
-                } catch {
-                    note(number, error)
+                counts.lines += 1
+                let parsed: TokenLine
+                do throws(TokenLineParser.Failure) { parsed = try TokenLineParser.parseLine(line, now: started) } catch {
+                    counts.note(number, error)
+                    return
                 }
-                if chunk.count + activities.count == chunkSize {
-                    try flush()
+                // A full chunk is written before the next line, unless that line continues the
+                // last one's installation: an installation's adjacent lines (its push-to-start
+                // and device tokens, as `tokens export` writes them) stay in one chunk, and so
+                // in one part.
+                if chunk.count + activities.count >= chunkSize {
+                    if case let .registration(registration) = parsed, registration.installationID == chunk.last?.installationID {
+                        // continues the installation
+                    } else {
+                        try flush()
+                    }
+                }
+                switch parsed {
+                case let .registration(registration): chunk.append(registration)
+                case let .activity(activity): activities.append(.putActivity(activity))
                 }
             }
             try flush()
             while !pending.isEmpty { try waitForOldest() }
-            if target.working != nil { invocation.console.progress("\rwriting the store, packed…") }
-            try target.finish()
+            if target.layout != .store { invocation.console.progress("\rwriting the store, packed…") }
+            guard try target.finish() else { return nil }
         } catch {
             // Chunks already queued still commit (a failed batch does not stop the writer): wait
             // for them so the count below says what is in the store.
             while !pending.isEmpty { try? waitForOldest() }
             invocation.console.progress("\r")
-            guard target.working == nil else {
+            guard target.layout == .store else {
                 target.abandon()
                 throw CLIError(error.code, "\(target.naming(error).message) (nothing imported: a new store is written only when its import completes)")
             }
-            store.close()
-            throw CLIError(error.code, "\(error.message) (\(imported) lines had been imported)")
+            target.store.close()
+            throw CLIError(error.code, "\(error.message) (\(counts.imported) lines had been imported)")
         }
-        if target.working == nil { store.close() }
-        invocation.console.progress("\r")
-        report(invocation, lines: lines, imported: imported, badCount: badCount, badLines: badLines)
-        if badCount > 0 {
-            throw CLIError.data("\(badCount) bad line\(badCount == 1 ? "" : "s") in \(path) skipped; the other \(imported) were imported")
-        }
-        return .success
+        if target.layout == .store { target.store.close() }
+        return counts
     }
 
     static func isBlank(_ line: UnsafeRawBufferPointer) -> Bool {

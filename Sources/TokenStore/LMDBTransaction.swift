@@ -11,7 +11,8 @@ import CLMDB
 /// (EACCES). Read-only transactions are not reset and renewed: each read begins a fresh one.
 ///
 /// Byte buffers handed out point into the map and are valid only while the transaction is:
-/// callers copy what they keep. Cursors exist only inside `withCursor`, so they end first.
+/// callers copy what they keep. Cursors exist only inside `withCursor`, so they end first (a merge's
+/// read cursors, `readCursor`, are held beside their transaction).
 struct LMDBTransaction: ~Copyable {
     // Only trivially destroyed storage, so that `commit` can `discard self`.
     private let handle: OpaquePointer
@@ -124,9 +125,22 @@ struct LMDBTransaction: ~Copyable {
         let owned = LMDBCursor(adopting: cursor!, in: environment)
         return try body(owned)
     }
+
+    /// A cursor on `dbi` owned by the caller, for walking a variable number of databases side by
+    /// side (`StoreMerge`), which nested `withCursor` calls cannot hold. Read-only transactions
+    /// only: LMDB lets a read cursor be closed before or after its transaction ends, so the order
+    /// in which the two are dropped does not matter, but the cursor must not move once the
+    /// transaction has ended (its holder keeps both, or drops the cursor first).
+    func readCursor(_ dbi: MDB_dbi) throws(StoreError) -> LMDBCursor {
+        precondition(isReadOnly, "an owned cursor in a write transaction would be freed by the commit")
+        var cursor: OpaquePointer?
+        try LMDB.check(mdb_cursor_open(handle, dbi, &cursor), "mdb_cursor_open", at: path)
+        return LMDBCursor(adopting: cursor!, in: environment)
+    }
 }
 
-/// An LMDB cursor, owned by one `withCursor` call and closed when that call returns.
+/// An LMDB cursor, owned by one `withCursor` call and closed when that call returns (or, from
+/// `readCursor`, by its holder).
 struct LMDBCursor: ~Copyable {
     private let handle: OpaquePointer
     /// Not retained: the transaction that lends this cursor out retains it.

@@ -295,6 +295,86 @@ import Testing
         #expect(imported.st_size <= packed.st_size, "imported \(imported.st_size) bytes, its packed copy \(packed.st_size)")
         #expect(fixture.run(["tokens", "export", "--store", fixture.store]).1 == fixture.run(["tokens", "export", "--store", backup]).1)
     }
+
+    /// A token line with its registration time, so that two imports of it export the same bytes.
+    static func timedLine(_ id: String, _ token: String, kind: String = "pushToStart", topic: String = "region:301", level: Int = 3,
+                          environment: String = "sandbox") -> String {
+        #"{"installationId":"\#(id)","app":"com.example.eew","environment":"\#(environment)","kind":"\#(kind)","token":"\#(token)","registeredAt":1700000000000,"topics":[{"name":"\#(topic)","minLevel":\#(level)}]}"#
+    }
+
+    /// What `tokens export` prints of a store imported from `input` with these options, and
+    /// whether the import left its working files behind.
+    static func imported(_ fixture: CLIFixture, _ input: String, _ options: [String], into name: String)
+        -> (export: String, leftOver: Bool, onePassAgain: Bool) {
+        let store = fixture.directory + "/" + name
+        let (code, out, err) = fixture.run(["tokens", "import", input, "--store", store] + options)
+        #expect(code == .success, "\(out)\(err)")
+        #expect(fixture.run(["store", "check", "--store", store]).0 == .success)
+        return (fixture.run(["tokens", "export", "--store", store]).1, access(store + "/.importing", F_OK) == 0,
+                err.contains("importing \(input) again in one pass"))
+    }
+
+    /// A large file is imported in parts merged at the end (issue 25); the store must be the one
+    /// a single pass writes. Installations with two tokens on adjacent lines (as `tokens export`
+    /// writes them) stay in one part even where a part ends between them.
+    @Test func aFileImportedInPartsGivesTheStoreOnePassGives() {
+        let fixture = CLIFixture()
+        var lines: [String] = []
+        for index in 0..<120 {
+            lines.append(Self.timedLine("p-\(String.padded(index))", Self.token(index), topic: "region:\(index % 3)", level: index % 5))
+            if index % 3 == 0 { lines.append(Self.timedLine("p-\(String.padded(index))", Self.token(1000 + index), kind: "device")) }
+            if index % 10 == 0 {
+                lines.append(#"{"installationId":"a-\#(index)","app":"com.example.eew","environment":"production","kind":"fcm","token":"fcm:\#(index)-tok_en","registeredAt":1700000000000,"topics":[{"name":"region:1","minLevel":2}]}"#)
+                lines.append(#"{"activityId":"act-\#(index)","app":"com.example.eew","environment":"sandbox","eventKey":"eew-\#(index % 4)","token":"\#(Self.token(5000 + index))","startedAt":1700000000000}"#)
+            }
+        }
+        let input = fixture.file("in.jsonl", lines.joined(separator: "\n") + "\n")
+        let whole = Self.imported(fixture, input, [], into: "whole")
+        #expect(whole.export.split(separator: "\n").count == lines.count)
+        for (batch, partLines) in [(2, 3), (7, 20), (1, 1), (50, 100)] {
+            let parted = Self.imported(fixture, input, ["--batch", "\(batch)", "--part-lines", "\(partLines)"], into: "parted-\(batch)-\(partLines)")
+            #expect(parted.export == whole.export, "--batch \(batch) --part-lines \(partLines)")
+            #expect(!parted.leftOver && !parted.onePassAgain)
+        }
+    }
+
+    /// Parts that share an installation or a token do not commute: such a file is imported again
+    /// in one pass, and the store is still what applying its lines in order gives.
+    @Test func partsThatShareAnInstallationOrATokenStillGiveTheOrderedResult() {
+        let fixture = CLIFixture()
+        var lines = (0..<40).map { Self.timedLine("p-\(String.padded($0))", Self.token($0)) }
+        // p-0001's device token 30 lines after its push-to-start token (another part); p-0002's
+        // token moves to p-0039 (the later line wins); p-0003 changes its topic.
+        lines.append(Self.timedLine("p-0001", Self.token(900), kind: "device", level: 1))
+        lines.append(Self.timedLine("p-0039", Self.token(2), topic: "region:9"))
+        lines.append(Self.timedLine("p-0003", Self.token(3), topic: "region:7", level: 0))
+        let input = fixture.file("in.jsonl", lines.joined(separator: "\n") + "\n")
+        let whole = Self.imported(fixture, input, [], into: "whole")
+        let parted = Self.imported(fixture, input, ["--batch", "5", "--part-lines", "10"], into: "parted")
+        #expect(parted.export == whole.export)
+        #expect(!parted.leftOver && parted.onePassAgain)
+        #expect(whole.export.contains(#""installationId":"p-0039","app":"com.example.eew","environment":"sandbox","kind":"pushToStart","token":"\#(Self.token(2))""#))
+        #expect(!whole.export.contains(#""installationId":"p-0002""#))
+        #expect(whole.export.contains(#""kind":"device","token":"\#(Self.token(900))""#))
+    }
+
+    @Test func aKilledImportInPartsLeavesNoStoreAndTheNextOneRemovesItsParts() {
+        let fixture = CLIFixture()
+        let lines = (0..<20_000).map { Self.timedLine("p-\($0)", Self.token($0), topic: "region:\($0 % 5)") }
+        let input = fixture.file("in.jsonl", lines.joined(separator: "\n") + "\n")
+        let (pid, stdin) = CLIFixture.spawn(["tokens", "import", input, "--batch", "100", "--part-lines", "1000", "--store", fixture.store])
+        close(stdin)
+        for _ in 0..<1000 where access(fixture.store + "/.importing/part-3/data.mdb", F_OK) != 0 { usleep(5_000) }
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        #expect(access(fixture.store + "/.importing/part-2/data.mdb", F_OK) == 0, "killed before its parts were written")
+        #expect(access(fixture.store + "/data.mdb", F_OK) != 0, "a killed new import left a store")
+        let (code, out, err) = fixture.run(["tokens", "import", input, "--part-lines", "7000", "--store", fixture.store])
+        #expect(code == .success, "\(out)\(err)")
+        #expect(access(fixture.store + "/.importing", F_OK) != 0, "the parts were left behind")
+        #expect(fixture.run(["store", "check", "--store", fixture.store]).1 == "ok: schema 6 (current 6), 20000 installations, 20000 tokens, 20000 topic entries\n")
+    }
 }
 
 extension String {

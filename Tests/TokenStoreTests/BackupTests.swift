@@ -22,7 +22,10 @@ struct BackupTests {
 
     /// Installations of every id form with both kinds of token, registration times, topics at
     /// several levels and broadcast flags; activities (several per event key), channels, event records.
-    static func fill(_ store: TokenStore) throws {
+    static func fill(_ store: TokenStore) throws { try store.write(operations()) }
+
+    /// What `fill` writes, in order.
+    static func operations() -> [WriteOperation] {
         var operations: [WriteOperation] = []
         for (index, id) in ids.enumerated() {
             let topics = (0..<(1 + index % 3)).map { TopicSubscription(name: topicNames[($0 + index) % 3], minLevel: UInt8((index + $0) % 7)) }
@@ -47,7 +50,7 @@ struct BackupTests {
         operations.append(.putEventSerial(EventSerialRecord(eventKey: "eew-1", serial: 2, bodyHash: [7, 8], phase: .sending, startedAt: 4, updatedAt: 5)))
         operations.append(.putStartProgress(StartProgress(eventKey: "eew-1", topic: "region:301", app: app, environment: .sandbox, doneLevel: 3,
                                                           scanLevel: 5, completed: [1, 2], submitted: [3], answered: [42, 43], updatedAt: 6)))
-        try store.write(operations)
+        return operations
     }
 
     /// Every key and value of every database, in order.
