@@ -27,6 +27,7 @@ enum TokensImportCommand {
         Each line is one object, a token line:
           {"installationId":"…","app":"com.example.eew","environment":"sandbox","kind":"pushToStart",
            "token":"<hex>","registeredAt":1717000000000,"broadcast":true,"topics":[{"name":"region:301","minLevel":3}]}
+        An installationId must not contain '/' or be '.' or '..' (the API could never address it).
         kind is pushToStart, device or fcm; minLevel (0-255) is optional, default 0. registeredAt (optional)
         is when the phone registered the token, in ms since 1970 (at most a day ahead of now); it is
         kept exactly, and a line without it keeps the time of a token already stored (a new token

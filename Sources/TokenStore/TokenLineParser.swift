@@ -116,6 +116,11 @@ public struct TokenLineParser {
             case "installationId":
                 try claim(installationID, .registration)
                 installationID = try parseName("installationId")
+                // The API refuses such an id (the phone could never PUT or DELETE it again); so
+                // does an import, one rule for both (`store check` lists ones stored before).
+                guard StoreLimits.isAddressableInstallationID(installationID!) else {
+                    throw Failure(column: keyStart + 1, message: "installationId \(StoreLimits.addressableInstallationIDRule): it is a segment of /v1/installations/{id}, so the phone could never change or delete it")
+                }
             case "app":
                 try claim(app)
                 app = try parseName("app")

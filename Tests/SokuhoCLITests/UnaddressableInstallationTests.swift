@@ -10,7 +10,7 @@ import TokenStore
 @Suite struct UnaddressableInstallationTests {
     static let app = "com.example.eew"
 
-    /// Registers `ids` straight into the store, as an old daemon or an import did: nothing on this
+    /// Registers `ids` straight into the store, as an old daemon or import did: nothing on this
     /// path refuses an id the API cannot address.
     static func storeWith(_ ids: [String], in fixture: CLIFixture) throws {
         let store = try TokenStore(directory: fixture.store)
@@ -22,6 +22,17 @@ import TokenStore
                                     at: 1_717_000_000_000)
         }
         _ = try store.write(operations)
+    }
+
+    @Test func anInstallationIdTheAPICouldNeverAddressIsABadLine() {
+        let fixture = CLIFixture()
+        let input = fixture.file("in.jsonl", [TokensCommandTests.line("a/b", token: TokensCommandTests.token(1)), TokensCommandTests.line("..", token: TokensCommandTests.token(2)),
+                                              TokensCommandTests.line("ok", token: TokensCommandTests.token(3))].joined(separator: "\n"))
+        let (code, out, err) = fixture.run(["tokens", "import", input, "--store", fixture.store])
+        #expect(code == .dataError)
+        #expect(out == "imported 1 of 3 lines (2 bad)\n")
+        #expect(err.contains("line 1: installationId must not contain '/' or be '.' or '..': it is a segment of /v1/installations/{id}"), "\(err)")
+        #expect(err.contains("line 2: installationId must not contain"))
     }
 
     @Test func storeCheckListsAnIdWithASlashWithTheCommandThatRemovesItAndStillExitsZero() throws {
