@@ -28,13 +28,17 @@ enum BenchServeCommand {
             OptionSpec("--idle", value: "SECONDS", help: "how long the pool sits idle before each event (default: keep-alive + 0.5)"),
             OptionSpec("--connections", value: "N", help: "warm connections (default 2)"),
             OptionSpec("--channel", value: "none|auto", help: "auto: each event creates its broadcast channel first, on the app's kept channel-host connection (default none)"),
-            OptionSpec("--json", help: "print {\"events\":…,\"idleSeconds\":…,\"firstPushMs\":{\"p50\",\"p99\",\"max\"},\"eventMs\":{\"p50\",\"p99\"},\"reconnects\":…}"),
+            OptionSpec("--android", help: "30% of the phones on Android, through the app's warm FCM pool: also times the first FCM message"),
+            OptionSpec("--json", help: "print {\"events\":…,\"idleSeconds\":…,\"firstPushMs\":{\"p50\",\"p99\",\"max\"},\"eventMs\":{\"p50\",\"p99\"},\"reconnects\":…} (with --android also \"firstAndroidMs\")"),
         ],
         details: """
         The events name no broadcast channel, so the first push is a device push on a warm
         connection; with --channel auto each event first creates its channel on the channel host
         (on the app's kept connection there, opened by the credential check at start), so the
-        first push pays one channel-host round trip and no handshake.
+        first push pays one channel-host round trip and no handshake. With --android the app has
+        an android member on the simulator's FCM side (one warm connection, no quota) and 30% of
+        the phones are Android: the first FCM message of each event is timed the same way (a
+        mixed event's Android starts share the scan with its iOS starts).
         Exit status: 0 when every event reached every phone on the warm connections; 1 otherwise.
         """,
         run: run)
@@ -50,6 +54,7 @@ enum BenchServeCommand {
             throw .usage("--idle must be seconds between 0 and 3600, not '\(idleText ?? "")'")
         }
         let connections = try invocation.int("--connections", in: 1...64) ?? 2
+        let android = invocation.flag("--android")
         let channel: String
         switch invocation.string("--channel") ?? "none" {
         case "none": channel = "null"
@@ -66,7 +71,7 @@ enum BenchServeCommand {
         do {
             let store = try TokenStore(directory: directory + "/store")
             defer { store.close() }
-            _ = try DemoCommand.populate(store, installations: phones, regions: 1, android: false)
+            _ = try DemoCommand.populate(store, installations: phones, regions: 1, android: android)
         } catch let error as CLIError { throw error } catch { throw CLIError(.software, "the store: \(error)") }
 
         let admin = Base64URL.encode(RandomSource.shared.bytes(24))
@@ -83,6 +88,11 @@ enum BenchServeCommand {
         app.host = Endpoint(host: "127.0.0.1", port: simulator.port)
         app.manageHost = Endpoint(host: "127.0.0.1", port: simulator.managePort)
         app.caFile = certificates.ca
+        if android {
+            chmod(simulator.fcmServiceAccountFile, 0o600)
+            app.android = AndroidApp(package: bundle, serviceAccountFile: simulator.fcmServiceAccountFile,
+                                     fcmHost: Endpoint(host: "127.0.0.1", port: simulator.port), caFile: certificates.ca, connections: 1)
+        }
         configuration.apps = [app]
         configuration.listen = [Endpoint(host: "127.0.0.1", port: 0)]
         configuration.storePath = directory + "/store"
@@ -102,8 +112,19 @@ enum BenchServeCommand {
         let ready = MonotonicInstant.now() + .seconds(20)
         while MonotonicInstant.now() < ready {
             if let answer = try? LoopbackHTTP.request(port: port, method: "GET", path: "/readyz"), answer.status == 200,
-               simulator.counters.connections >= connections + 1 { break }
+               simulator.counters.connections >= connections + 1 + (android ? 1 : 0) { break }
             usleep(10_000)
+        }
+        // The Android side also makes short-lived connections at the start (its access-token
+        // exchanges for the pool and the credential check): count from when they have settled.
+        if android {
+            var settled = simulator.counters.connections
+            var since = MonotonicInstant.now()
+            while MonotonicInstant.now() - since < .milliseconds(500), MonotonicInstant.now() < ready + .seconds(5) {
+                usleep(20_000)
+                let now = simulator.counters.connections
+                if now != settled { (settled, since) = (now, MonotonicInstant.now()) }
+            }
         }
         let connectionsAtStart = simulator.counters.connections
         if !invocation.flag("--json") {
@@ -112,11 +133,13 @@ enum BenchServeCommand {
         }
 
         var firstPush: [Double] = []
+        var firstAndroid: [Double] = []
         var wholeEvent: [Double] = []
         var complete = true
         for index in 0..<events {
             usleep(useconds_t(idle * 1_000_000))
             let before = simulator.acceptedCount
+            let androidBefore = simulator.counters.fcmAccepted
             let body = Array(event(key: "bench-serve-\(WallClock.seconds())-\(index)", channel: channel).utf8)
             let started = MonotonicInstant.now()
             let answer: (status: Int, body: [UInt8])
@@ -126,17 +149,28 @@ enum BenchServeCommand {
             guard answer.status == 202 else {
                 throw CLIError(.software, "POST /v1/events answered \(answer.status): \(String(decoding: answer.body, as: UTF8.self))")
             }
-            // Spin on the simulator's count: it moves when the first push of the event arrived.
+            // Spin on the simulator's counts: each moves when the first push (message) of the event
+            // arrived on its side.
             let limit = started + .seconds(30)
-            while simulator.acceptedCount == before, MonotonicInstant.now() < limit { usleep(50) }
-            let first = MonotonicInstant.now()
-            while simulator.acceptedCount - before < phones, MonotonicInstant.now() < limit { usleep(1_000) }
+            var first: MonotonicInstant?
+            var firstFCM: MonotonicInstant?
+            while first == nil || (android && firstFCM == nil), MonotonicInstant.now() < limit {
+                let counters = simulator.counters
+                if first == nil && counters.accepted != before { first = MonotonicInstant.now() }
+                if firstFCM == nil && counters.fcmAccepted != androidBefore { firstFCM = MonotonicInstant.now() }
+                usleep(50)
+            }
+            func reached() -> Int { let counters = simulator.counters; return counters.accepted - before + counters.fcmAccepted - androidBefore }
+            while reached() < phones, MonotonicInstant.now() < limit { usleep(1_000) }
             let done = MonotonicInstant.now()
-            if simulator.acceptedCount - before < phones { complete = false }
-            firstPush.append((first - started).seconds * 1000)
+            if reached() < phones { complete = false }
+            firstPush.append(((first ?? done) - started).seconds * 1000)
+            if android { firstAndroid.append(((firstFCM ?? done) - started).seconds * 1000) }
             wholeEvent.append((done - started).seconds * 1000)
             if !invocation.flag("--json") {
-                console.print("event \(index + 1): first push \(format(firstPush.last!)) ms, all \(simulator.acceptedCount - before) in \(format(wholeEvent.last!)) ms")
+                console.print("event \(index + 1): first push \(format(firstPush.last!)) ms"
+                              + (android ? ", first Android message \(format(firstAndroid.last!)) ms" : "")
+                              + ", all \(reached()) in \(format(wholeEvent.last!)) ms")
             }
         }
         // Any connection beyond the start's would mean the idle pool lost one and an event paid for it.
@@ -155,6 +189,14 @@ enum BenchServeCommand {
             writer.key("p99"); writer.double(percentile(sorted, 0.99))
             writer.key("max"); writer.double(sorted.last ?? 0)
             writer.endObject()
+            if android {
+                let sortedAndroid = firstAndroid.sorted()
+                writer.key("firstAndroidMs"); writer.beginObject()
+                writer.key("p50"); writer.double(percentile(sortedAndroid, 0.5))
+                writer.key("p99"); writer.double(percentile(sortedAndroid, 0.99))
+                writer.key("max"); writer.double(sortedAndroid.last ?? 0)
+                writer.endObject()
+            }
             writer.key("eventMs"); writer.beginObject()
             writer.key("p50"); writer.double(percentile(sortedEvent, 0.5))
             writer.key("p99"); writer.double(percentile(sortedEvent, 0.99))
@@ -165,6 +207,10 @@ enum BenchServeCommand {
             console.print(writer.string)
         } else {
             console.print("first push    p50 \(format(percentile(sorted, 0.5))) ms · p99 \(format(percentile(sorted, 0.99))) ms · max \(format(sorted.last ?? 0)) ms")
+            if android {
+                let sortedAndroid = firstAndroid.sorted()
+                console.print("first Android p50 \(format(percentile(sortedAndroid, 0.5))) ms · p99 \(format(percentile(sortedAndroid, 0.99))) ms · max \(format(sortedAndroid.last ?? 0)) ms")
+            }
             console.print("whole event   p50 \(format(percentile(sortedEvent, 0.5))) ms · p99 \(format(percentile(sortedEvent, 0.99))) ms")
             console.print("reconnects    \(reconnects) (connections opened after the start)")
         }
