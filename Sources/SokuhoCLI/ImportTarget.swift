@@ -92,8 +92,19 @@ final class ImportTarget {
         layout == .store ? error : Self.naming(error, directory: directory, working: working)
     }
 
+    /// A part (`working/part-N`) and the working copy both read as the store.
     private static func naming(_ error: CLIError, directory: String, working: String) -> CLIError {
-        CLIError(error.code, error.message.replacing(working, with: directory))
+        var message = Substring(error.message)
+        var named = ""
+        while let found = message.firstRange(of: working) {
+            named += message[..<found.lowerBound]
+            named += directory
+            message = message[found.upperBound...]
+            if message.hasPrefix("/part-"), message.dropFirst(6).first?.isNumber == true {
+                message = message.dropFirst(6).drop(while: \.isNumber)
+            }
+        }
+        return CLIError(error.code, named + message)
     }
 
     /// The import is complete: a new store is written from the working copy or the parts, and
@@ -129,22 +140,18 @@ final class ImportTarget {
         if layout != .store { try? Self.removeWorkingFiles(working) }
     }
 
-    /// A store directory holds these files; anything else in the working directory is not ours
-    /// to remove. Parts are numbered from 1 without gaps (an import that was killed while this
-    /// ran has removed the lowest ones first: the search goes on past a missing number).
+    /// Removes the working copy at `path` and the parts in it (`part-N`, store files only:
+    /// anything else there is not ours to remove, and makes the removal fail naming it).
     private static func removeWorkingFiles(_ path: String) throws(CLIError) {
-        var partsMissing = 0
-        var number = 1
-        while partsMissing < 64 {
-            let part = path + "/part-\(number)"
-            if access(part, F_OK) == 0 {
-                try removeStoreFiles(part)
-                partsMissing = 0
-            } else {
-                partsMissing += 1
+        var parts: [String] = []
+        if let directory = opendir(path) {
+            while let entry = readdir(directory) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+                if name.hasPrefix("part-"), name.dropFirst(5).allSatisfy(\.isNumber) { parts.append(path + "/" + name) }
             }
-            number += 1
+            closedir(directory)
         }
+        for part in parts { try removeStoreFiles(part) }
         try removeStoreFiles(path)
     }
 

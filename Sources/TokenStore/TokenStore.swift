@@ -8,6 +8,9 @@
 //   IO's `Syscall`) that batches and grows the map before `MDB_MAP_FULL`; `MDB_NOTLS` readers.
 // - `TopicScan` streams targets (kind, min level, broadcast flag) with a resume watermark, also
 //   after any single target.
+// - `StoreMerge`: several stores written as one new one in key order with `MDB_APPEND` (a k-way
+//   merge; refuses parts that share a key). A backup is its merge of one source; a large import
+//   writes small part stores and merges them, so its cost per token does not grow with the total.
 // - Replication's store side: `ReplicatedWrite` (the binary codec of the shared operations; a batch
 //   carrying an FCM token is version 2, refused by an older node by its version) and
 //   StoreReplication.swift (the outbox written in each local write's transaction, the applied
