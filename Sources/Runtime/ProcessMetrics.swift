@@ -40,14 +40,7 @@ enum ProcessMetrics {
 
     /// Entries of /proc/self/fd, less the one the listing itself holds open.
     private static func openDescriptors() -> Int? {
-        guard let directory = opendir("/proc/self/fd") else { return nil }
-        defer { closedir(directory) }
-        var count = 0
-        while let entry = readdir(directory) {
-            let dot = withUnsafeBytes(of: entry.pointee.d_name) { $0.first == UInt8(ascii: ".") }
-            if !dot { count += 1 }
-        }
-        return count - 1
+        DirectoryListing.names("/proc/self/fd").map { $0.count - 1 }
     }
 
     /// Boot time (/proc/stat `btime`) plus the process's start in clock ticks after boot

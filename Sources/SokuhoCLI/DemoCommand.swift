@@ -5,6 +5,7 @@ import APNs
 import Crypto
 import Fanout
 import HTTP2
+import IO
 import JSONCore
 import Sender
 import Simulator
@@ -228,15 +229,12 @@ enum DemoCommand {
 
     /// `rm -rf` of the demo's temporary directory (only ever a directory it created).
     static func removeTree(_ path: String) {
-        guard let directory = opendir(path) else { unlink(path); return }
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
-            if name == "." || name == ".." { continue }
+        guard let names = DirectoryListing.names(path) else { unlink(path); return }
+        for name in names {
             let child = path + "/" + name
             var info = stat()
             if lstat(child, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR { removeTree(child) } else { unlink(child) }
         }
-        closedir(directory)
         rmdir(path)
     }
 }

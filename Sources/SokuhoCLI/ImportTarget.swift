@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import IO
 import TokenStore
 
 /// Where `tokens import` writes.
@@ -143,15 +144,8 @@ final class ImportTarget {
     /// Removes the working copy at `path` and the parts in it (`part-N`, store files only:
     /// anything else there is not ours to remove, and makes the removal fail naming it).
     private static func removeWorkingFiles(_ path: String) throws(CLIError) {
-        var parts: [String] = []
-        if let directory = opendir(path) {
-            while let entry = readdir(directory) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
-                if name.hasPrefix("part-"), name.dropFirst(5).allSatisfy(\.isNumber) { parts.append(path + "/" + name) }
-            }
-            closedir(directory)
-        }
-        for part in parts { try removeStoreFiles(part) }
+        let parts = (DirectoryListing.names(path) ?? []).filter { $0.hasPrefix("part-") && $0.dropFirst(5).allSatisfy(\.isNumber) }
+        for part in parts { try removeStoreFiles(path + "/" + part) }
         try removeStoreFiles(path)
     }
 
