@@ -41,7 +41,7 @@ let package = Package(
         // The runtime floor: an epoll loop per thread with a timer heap, checked system calls (the one
         // errno wrapper), threads and the one mutex/condition type, owned file descriptors, name
         // resolution off the loop, Happy Eyeballs connects. No TLS, no HTTP.
-        .target(name: "IO", dependencies: ["CSystem"]),
+        .target(name: "IO", dependencies: ["CSystem", "Vocabulary"]),
         // HTTP/2 over TLS: a sans-I/O session on nghttp2 (bytes in, events out) shared by the client
         // and server connections. Generic: nothing about APNs.
         .target(name: "HTTP2", dependencies: ["IO", "CNghttp2", "CSystem", "Crypto"]),

@@ -2,18 +2,19 @@ import DaemonConfiguration
 import Redis
 import IO
 import Synchronization
+import Vocabulary
 
 /// Whether this node reaches the cluster's Redis: what `/readyz`, `/metrics` and the status page
 /// say. Every link reports each success and failure here; one working link is not proof the others
 /// work, so the last report wins (a failure is reported until some command succeeds again).
 package final class ClusterHealth: Sendable {
-    private let state = Mutex<(connected: Bool, error: String?)>((false, "not connected yet"))
+    private let state = Lock<(connected: Bool, error: String?)>((false, "not connected yet"))
     /// Commands sent to Redis by this node (every link), for `/metrics` and the benchmark.
     package let commands = Atomic<Int>(0)
     /// What `INFO persistence` said at the last (re)connect of any link; nil until one connected.
-    private let persistenceSeen = Mutex<RedisPersistence?>(nil)
+    private let persistenceSeen = Lock<RedisPersistence?>(nil)
     /// Where a change of persistence is told (stderr under `sokuho serve`; set by the service).
-    package let log = Mutex<@Sendable (LogLevel, String) -> Void>({ _, _ in })
+    package let log = Lock<@Sendable (LogLevel, String) -> Void>({ _, _ in })
 
     /// What the cluster's Redis said about its persistence (nil: not connected yet).
     package var persistence: RedisPersistence? { persistenceSeen.withLock { $0 } }
@@ -52,7 +53,7 @@ package final class ClusterHealth: Sendable {
 /// one per command.
 package final class ClusterLink: @unchecked Sendable {
     // @unchecked: one thread at a time uses a link — the thread it was made for, or whoever
-    // holds the Mutex it lives in (`ClusterNode.apiLink`, `ShardLease`).
+    // holds the Lock it lives in (`ClusterNode.apiLink`, `ShardLease`).
     package let endpoint: RedisEndpoint
     package let health: ClusterHealth
     private var connection: RedisConnection?

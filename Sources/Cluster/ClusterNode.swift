@@ -2,6 +2,7 @@ import DaemonConfiguration
 import Redis
 import IO
 import Synchronization
+import Vocabulary
 
 /// This daemon as one node of a cluster (`cluster` in the configuration): its Redis endpoint, its
 /// health, and the threads that share registrations and events with the other nodes. Nil in a
@@ -28,12 +29,12 @@ package final class ClusterNode: Sendable {
             }
         }
         self.endpoint = endpoint
-        apiLink = Mutex(ClusterLink(endpoint: endpoint, health: health))
+        apiLink = Lock(ClusterLink(endpoint: endpoint, health: health))
     }
 
     /// The API thread's link: submitting events, reading their ledger (at most `commandTimeout`
     /// each, so a hung Redis stalls the API for a second, not forever).
-    package let apiLink: Mutex<ClusterLink>
+    package let apiLink: Lock<ClusterLink>
 
     /// Runs `body` on the API thread's link.
     package func api<T: Sendable>(_ body: (RedisConnection) throws(RedisError) -> T) throws(RedisError) -> T {
@@ -69,5 +70,5 @@ package final class ClusterCounters: Sendable {
     /// Events this node offered that Redis accepted and then lost while they could be sending.
     package let eventsLost = Atomic<Int>(0)
     /// Their ids (key/serial), so each is counted and logged once.
-    package let lostEvents = Mutex<Set<String>>([])
+    package let lostEvents = Lock<Set<String>>([])
 }

@@ -6,6 +6,7 @@ import Redis
 import IO
 import JSONCore
 import Synchronization
+import Vocabulary
 import TokenStore
 
 /// Registration replication (issue 15): every node publishes its store changes to the stream
@@ -26,13 +27,13 @@ import TokenStore
 package final class RegistrationReplication: Sendable {
     package let node: ClusterNode
     package let stores: StoreHolder
-    private let logger: Mutex<@Sendable (LogLevel, String) -> Void> = Mutex({ _, _ in })
-    private let threads = Mutex<[PeriodicThread]>([])
+    private let logger: Lock<@Sendable (LogLevel, String) -> Void> = Lock({ _, _ in })
+    private let threads = Lock<[PeriodicThread]>([])
     /// The applier's place in the stream for the store of that identity (nil: not read from the
     /// store yet; a standby's swapped-in store is another replica) and when it last looked for a gap.
-    private let reader = Mutex<(identity: String?, position: StreamID?, checkedAt: MonotonicInstant?)>((nil, nil, nil))
+    private let reader = Lock<(identity: String?, position: StreamID?, checkedAt: MonotonicInstant?)>((nil, nil, nil))
     /// The position the applier last stored in the store, and when (see `applyStream`).
-    private let stored = Mutex<(position: StreamID?, at: MonotonicInstant?)>((nil, nil))
+    private let stored = Lock<(position: StreamID?, at: MonotonicInstant?)>((nil, nil))
 
     /// Outbox records published, stream entries applied (other nodes'), own entries skipped,
     /// entries refused as undecodable: for `/metrics`.

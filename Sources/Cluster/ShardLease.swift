@@ -1,7 +1,7 @@
 import DaemonConfiguration
 import Redis
 import IO
-import Synchronization
+import Vocabulary
 
 /// A shard's lease while this node sends the shard. A thread of its own (with its own Redis link)
 /// extends it every third of its duration and re-claims the shard's stream entry, which resets the
@@ -14,14 +14,14 @@ import Synchronization
 package final class ShardLease: Sendable {
     package let lease: Lease
     private let duration: Duration
-    private let state: Mutex<(extendedAt: MonotonicInstant, lost: String?)>
-    private let keeper = Mutex<PeriodicThread?>(nil)
+    private let state: Lock<(extendedAt: MonotonicInstant, lost: String?)>
+    private let keeper = Lock<PeriodicThread?>(nil)
 
     package init(_ lease: Lease, entry: StreamID, duration: Duration, cluster: ClusterNode) {
         self.lease = lease
         self.duration = duration
-        state = Mutex((MonotonicInstant.now(), nil))
-        let link = Mutex(cluster.link())
+        state = Lock((MonotonicInstant.now(), nil))
+        let link = Lock(cluster.link())
         let node = cluster.node
         let thread = PeriodicThread(name: "sokuho-lease", interval: duration / 3) { [unowned self] _ in
             let attempt = MonotonicInstant.now()

@@ -4,7 +4,7 @@ import CMbedTLS
 ///
 /// Not thread-safe: mbedTLS writes into the key's EC group during the first signature or
 /// verification (precomputed multiples of the generator). `SigningKey` and `VerifyingKey` keep it
-/// behind a `Mutex`.
+/// behind a `Lock`.
 final class PKContext {
     private let storage = MbedTLSObject<mbedtls_pk_context>(initialize: mbedtls_pk_init, free: mbedtls_pk_free)
     var pointer: UnsafeMutablePointer<mbedtls_pk_context> { storage.pointer }

@@ -1,4 +1,3 @@
-import Synchronization
 import Vocabulary
 
 /// Which token generation a connection presents, and since when (Unix seconds). A connection owns
@@ -40,7 +39,7 @@ public struct ProviderToken: Sendable, Equatable {
 ///   used it 20 min, so no presented token is 50 min old (`maximumTokenAge`), well inside APNs'
 ///   hour. A lease that would break that (one restored or handed over from elsewhere) is moved on.
 ///
-/// Thread-safe: all state sits behind one `Mutex`. The per-request path is a lock and two compares
+/// Thread-safe: all state sits behind one `Lock`. The per-request path is a lock and two compares
 /// returning the cached value (no allocation); signing (≈1 ms) happens under the lock once per window.
 public final class ProviderTokenSource: Sendable {
     /// The grid: every generation's `iat` is a multiple of this.
@@ -64,7 +63,7 @@ public final class ProviderTokenSource: Sendable {
 
     public let signer: ProviderTokenSigner
     private let now: @Sendable () -> Int64
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     public init(signer: ProviderTokenSigner, now: @escaping @Sendable () -> Int64 = WallClock.seconds) {
         self.signer = signer

@@ -1,5 +1,4 @@
 import JSONCore
-import Synchronization
 import Vocabulary
 
 /// Why a provider token was refused, precise enough for logs and tests; `apnsReason` is the reason
@@ -90,7 +89,7 @@ public final class ProviderTokenVerifier: Sendable {
     private let allowedClockSkew: Int64
     private let now: @Sendable () -> Int64
     /// Signature-verified tokens by their text; cleared when it reaches `verifiedCacheLimit`.
-    private let verified = Mutex<[String: VerifiedProviderToken]>([:])
+    private let verified = Lock<[String: VerifiedProviderToken]>([:])
     private static let verifiedCacheLimit = 256
 
     /// - Parameters:

@@ -1,5 +1,5 @@
 import CMbedTLS
-import Synchronization
+import Vocabulary
 
 /// An RSA private key that signs RS256 (RSASSA-PKCS1-v1_5 with SHA-256): an FCM service account's
 /// key, which signs the JWT assertion exchanged for an access token (FCM.md, "Authentication").
@@ -10,10 +10,10 @@ import Synchronization
 /// with the openssl line that converts it), EC, encrypted, too short — so a key pasted from the
 /// wrong place fails at start, not as `invalid_grant` from Google.
 ///
-/// Thread-safe: blinding writes into the RSA context, so it sits behind a `Mutex`. Signing costs a
+/// Thread-safe: blinding writes into the RSA context, so it sits behind a `Lock`. Signing costs a
 /// few milliseconds and happens once per access token (about hourly).
 public final class RSASigningKey: Sendable, JWSSigningKey {
-    private let context: Mutex<PKContext>
+    private let context: Lock<PKContext>
     /// Where the key came from, used in messages (e.g. "private_key of /etc/sokuho/fcm.json").
     public let source: String
     /// SubjectPublicKeyInfo DER of the public half, computed once.
@@ -34,14 +34,14 @@ public final class RSASigningKey: Sendable, JWSSigningKey {
         self.source = source
         bits = parsed.bitLength
         publicKeyDER = parsed.publicKeyDER()
-        context = Mutex(parsed)
+        context = Lock(parsed)
     }
 
     private init(generated: sending PKContext, source: String) {
         self.source = source
         bits = generated.bitLength
         publicKeyDER = generated.publicKeyDER()
-        context = Mutex(generated)
+        context = Lock(generated)
     }
 
     /// A new random RSA key of `bits` (2,048 as Google issues them), for the simulator's service

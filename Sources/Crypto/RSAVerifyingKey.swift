@@ -1,12 +1,12 @@
 import CMbedTLS
-import Synchronization
+import Vocabulary
 
 /// An RSA public key that checks RS256 signatures: the simulator's check of the assertions its
 /// token endpoint is sent (as Google checks them against the service account's public key).
 ///
-/// Thread-safe: the context sits behind a `Mutex`, as every `PKContext` here does.
+/// Thread-safe: the context sits behind a `Lock`, as every `PKContext` here does.
 public final class RSAVerifyingKey: Sendable {
-    private let context: Mutex<PKContext>
+    private let context: Lock<PKContext>
     /// SubjectPublicKeyInfo DER.
     public let publicKeyDER: [UInt8]
 
@@ -20,7 +20,7 @@ public final class RSAVerifyingKey: Sendable {
             throw .rsaPublicKeyRefused(source: source, detail: "it has \(key.bitLength) bits")
         }
         publicKeyDER = key.publicKeyDER()
-        context = Mutex(key)
+        context = Lock(key)
     }
 
     /// The public half of a key already checked (from `RSASigningKey.verifyingKey`).

@@ -1,5 +1,5 @@
 import CMbedTLS
-import Synchronization
+import Vocabulary
 
 /// An EC P-256 private key: an APNs provider key (`AuthKey_<KEYID>.p8`), or a key this process made
 /// for the simulator's certificates or a test provider key.
@@ -9,10 +9,10 @@ import Synchronization
 /// (`BEGIN EC PRIVATE KEY`) and the same as DER, and refuses everything else with a `CryptoError`
 /// that names the file and the fix.
 ///
-/// Thread-safe: the mbedTLS context sits behind a `Mutex`, because ECDSA signing writes into the
+/// Thread-safe: the mbedTLS context sits behind a `Lock`, because ECDSA signing writes into the
 /// key's group. Signing costs about a millisecond and happens once per token generation.
 public final class SigningKey: Sendable {
-    private let context: Mutex<PKContext>
+    private let context: Lock<PKContext>
     /// Where the key came from (a path or a description), used in messages.
     public let source: String
     /// SubjectPublicKeyInfo DER of the public half, computed once.
@@ -30,13 +30,13 @@ public final class SigningKey: Sendable {
         let parsed = try Self.parse(bytes, source: source)
         self.source = source
         publicKeyDER = parsed.publicKeyDER()
-        context = Mutex(parsed)
+        context = Lock(parsed)
     }
 
     private init(generated: sending PKContext, source: String) {
         self.source = source
         publicKeyDER = generated.publicKeyDER()
-        context = Mutex(generated)
+        context = Lock(generated)
     }
 
     /// A new random P-256 key.

@@ -1,13 +1,13 @@
 import CMbedTLS
-import Synchronization
+import Vocabulary
 
 /// An EC P-256 public key that checks ES256 signatures (64-byte r||s), for the simulator's
 /// provider-token verification.
 ///
 /// Thread-safe: verification also writes into the key's group inside mbedTLS, so the context sits
-/// behind a `Mutex`.
+/// behind a `Lock`.
 public final class VerifyingKey: Sendable {
-    private let context: Mutex<PKContext>
+    private let context: Lock<PKContext>
     /// SubjectPublicKeyInfo DER.
     public let publicKeyDER: [UInt8]
 
@@ -33,7 +33,7 @@ public final class VerifyingKey: Sendable {
         guard key.isEC else { throw .publicKeyUnrecognized(source: source, detail: "it is an \(key.algorithmName) key") }
         guard key.isP256 else { throw .publicKeyUnrecognized(source: source, detail: "it is on curve \(key.curveName)") }
         publicKeyDER = key.publicKeyDER()
-        context = Mutex(key)
+        context = Lock(key)
     }
 
     /// The public half of a key already checked to be P-256 (from `SigningKey.verifyingKey`).

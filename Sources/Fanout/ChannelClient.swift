@@ -3,6 +3,7 @@ import Crypto
 import IO
 import Sender
 import Synchronization
+import Vocabulary
 
 /// An app's calls to APNs' channel-management host — creating, reading, listing and deleting
 /// broadcast channels — on ONE connection kept for the app: opened on the first call, PINGed
@@ -23,7 +24,7 @@ public final class ChannelClient: Sendable {
     private let keepalive: Duration?
     /// The kept connection's pool: nil until the first call, replaced when it halted (a key APNs
     /// refused, a host that was never reachable) so the next call tries afresh.
-    private let pool = Mutex<ConnectionPool?>(nil)
+    private let pool = Lock<ConnectionPool?>(nil)
     private let outstanding = Atomic<Int>(0)
     private let closed = Atomic<Bool>(false)
 

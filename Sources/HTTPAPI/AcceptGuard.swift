@@ -4,6 +4,7 @@ import Glibc
 import CLibEvent
 import IO
 import Synchronization
+import Vocabulary
 
 /// What the API does when the process runs out of descriptors. libevent's listener treats EMFILE
 /// from accept() as an error, not as "try later": the waiting connection stays in the backlog, the
@@ -54,7 +55,7 @@ final class AcceptGuard {
     }
 
     /// Every watched listener's guard, by the listener's address.
-    private static let guards = Mutex<[UInt: Weak]>([:])
+    private static let guards = Lock<[UInt: Weak]>([:])
 
     private static func guarding(_ listener: OpaquePointer) -> AcceptGuard? {
         guards.withLock { $0[UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(listener)))]?.guarding }

@@ -3,13 +3,13 @@ import Glibc
 #endif
 import CSystem
 import IO
-import Synchronization
+import Vocabulary
 
 /// How other threads reach the server thread: a queue behind a mutex plus an eventfd that a
 /// persistent libevent read event watches. Writing an eventfd is a plain system call, safe from any
 /// thread, so libevent needs no locking of its own (no evthread_use_pthreads).
 final class DeferredMailbox: @unchecked Sendable {
-    // @unchecked: the descriptor is set once in init; everything that changes is behind the Mutex.
+    // @unchecked: the descriptor is set once in init; everything that changes is behind the Lock.
     struct Contents {
         var replies: [(UInt64, HTTPResponse)] = []
         var stopping = false
@@ -17,7 +17,7 @@ final class DeferredMailbox: @unchecked Sendable {
         var closed = false
     }
 
-    let contents = Mutex(Contents())
+    let contents = Lock(Contents())
     private let descriptor: FileDescriptor
 
     init() {

@@ -1,5 +1,5 @@
 import IO
-import Synchronization
+import Vocabulary
 
 /// An HTTP/1.1 server on libevent's evhttp, its loop on its own thread (apart from the push loops).
 /// Every request of every path goes to one handler, on the server thread: a handler must be quick,
@@ -18,7 +18,7 @@ import Synchronization
 public final class HTTPServer: Sendable {
     private enum State { case ready, running(OSThread), stopped }
     private let core: EventHTTPCore
-    private let state = Mutex(State.ready)
+    private let state = Lock(State.ready)
     /// The bound ports, in the order of `listen` (port 0 becomes the port the kernel picked).
     public let ports: [Int]
 

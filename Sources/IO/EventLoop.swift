@@ -3,6 +3,7 @@ import Glibc
 #endif
 import CSystem
 import Synchronization
+import Vocabulary
 
 /// Something an event loop drives: a socket it polls, plus work it does every turn.
 public protocol EventLoopSource: AnyObject {
@@ -23,7 +24,7 @@ public protocol EventLoopSource: AnyObject {
 /// no Task and no lock per push: a connection refills itself from its own queue in `prepare`.
 public final class EventLoop: @unchecked Sendable {
     // @unchecked: everything but `pending` and `stopping` is touched only on the loop thread
-    // (asserted in debug builds); `pending` is behind a Mutex.
+    // (asserted in debug builds); `pending` is behind a Lock.
     private let epoll: FileDescriptor
     private let wakeDescriptor: FileDescriptor
     /// Drivers (sources without a descriptor, e.g. a sender that feeds connections) are prepared
@@ -37,7 +38,7 @@ public final class EventLoop: @unchecked Sendable {
     private var registrationOf: [ObjectIdentifier: UInt64] = [:]
     private var nextRegistration: UInt64 = 1  // 0 is the wake-up eventfd
     private var timers = TimerHeap()
-    private let pending = Mutex<[@Sendable () -> Void]>([])
+    private let pending = Lock<[@Sendable () -> Void]>([])
     private let stopping = Atomic<Bool>(false)
     private var threadID = pthread_t()
     public let name: String

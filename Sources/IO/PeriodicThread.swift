@@ -1,4 +1,4 @@
-import Synchronization
+import Vocabulary
 
 /// A thread that runs `body` at once and then every `interval` until stopped: the daemon's
 /// credential checks and a standby's look at the shipped backup. `stop` wakes it from its wait and
@@ -32,7 +32,7 @@ package final class PeriodicThread: @unchecked Sendable {
     }
 }
 
-extension Mutex where Value == PeriodicThread? {
+extension Lock where Value == PeriodicThread? {
     /// Stops the thread held here, if any, and forgets it (outside the lock: `stop` joins).
     package func stopThread() {
         withLock { thread -> PeriodicThread? in defer { thread = nil }; return thread }?.stop()

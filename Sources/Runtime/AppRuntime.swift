@@ -5,7 +5,7 @@ import Crypto
 import FCM
 import Fanout
 import Sender
-import Synchronization
+import Vocabulary
 
 /// One configured app and environment at run time: its warm connection pool (open between
 /// events, PINGed every keep-alive so NATs keep it), its provider tokens, and the fan-out options
@@ -21,13 +21,13 @@ package final class AppRuntime: Sendable {
     /// without an `android` member.
     package let android: AndroidRuntime?
     /// The last credential check's result; nil before the first.
-    package let credentialCheck = Mutex<CredentialCheck?>(nil)
+    package let credentialCheck = Lock<CredentialCheck?>(nil)
     /// The public half of the key the pool signs with: a reload that names another file holding
     /// the same key keeps the connections.
     private let publicKey: [UInt8]
     private let keepalive: Duration
     /// The options every event of this app runs with; a reload may change the start budget.
-    private let options: Mutex<FanoutOptions>
+    private let options: Lock<FanoutOptions>
 
     package init(app: ServeConfiguration.App, configuration: ServeConfiguration) throws(ServiceError) {
         self.app = app
@@ -73,7 +73,7 @@ package final class AppRuntime: Sendable {
             throw ServiceError("apps \(app.bundleID.text) (\(app.environment.rawValue)): android: \(error.message)")
         }
         if let android { options.android = AndroidLane(pool: android.configuration, sharedPool: android.pool) }
-        self.options = Mutex(options)
+        self.options = Lock(options)
     }
 
     package var fanout: FanoutOptions { options.withLock { $0 } }

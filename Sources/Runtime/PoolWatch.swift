@@ -1,6 +1,6 @@
 import IO
 import Sender
-import Synchronization
+import Vocabulary
 
 /// What the warm pools did between two looks, for the log: a pool that halted (credentials
 /// refused, a clock APNs distrusts) or resumed, and one that lost every connection (a reconnect
@@ -9,7 +9,7 @@ import Synchronization
 package final class PoolWatch: Sendable {
     /// Per pool (app and provider): its last halt message, whether a connection was up, and whether
     /// the loss of every connection was logged (so only then is getting one back).
-    private let seen = Mutex<[String: Seen]>([:])
+    private let seen = Lock<[String: Seen]>([:])
 
     private struct Seen {
         var halt: String?

@@ -1,7 +1,7 @@
 import Cluster
 import DaemonConfiguration
 import IO
-import Synchronization
+import Vocabulary
 
 /// A token bucket per client address: `rate` requests a second on average, bursts of `burst`.
 /// The table is bounded: when it holds `maximumClients` addresses, buckets that have refilled
@@ -16,7 +16,7 @@ public final class RateLimiter: Sendable {
     private let rate: Double
     private let burst: Double
     private let maximumClients: Int
-    private let buckets = Mutex<[String: Bucket]>([:])
+    private let buckets = Lock<[String: Bucket]>([:])
 
     public init(perSecond rate: Double, burst: Int, maximumClients: Int = 100_000) {
         self.rate = rate

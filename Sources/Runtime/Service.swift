@@ -22,36 +22,36 @@ public final class Service: Sendable {
     package let stores: StoreHolder
     /// True while a standby: nothing is sent, events and registrations answer 503 `standby`.
     package let standby: Atomic<Bool>
-    package let follower: Mutex<PeriodicThread?> = Mutex(nil)
+    package let follower: Lock<PeriodicThread?> = Lock(nil)
     /// The last shipped backup looked at (applied or refused), so an unchanged file is not copied again.
-    package let followedBackup: Mutex<BackupStamp?> = Mutex(nil)
+    package let followedBackup: Lock<BackupStamp?> = Lock(nil)
     /// Wall-clock seconds when a shipped backup was last applied (0: never).
     package let backupAppliedAt = Atomic<Int>(0)
     /// The daemon's log (`DaemonLog`): events, backups, credential checks, pools, the cluster;
     /// `sokuho serve` sets stderr, anything else leaves it silent.
-    package let log: Mutex<DaemonLog>
-    package let apps: Mutex<[AppRuntime]>
+    package let log: Lock<DaemonLog>
+    package let apps: Lock<[AppRuntime]>
     package let events: EventQueue
     package let metrics = ServiceMetrics()
-    package let adminToken: Mutex<[UInt8]>
+    package let adminToken: Lock<[UInt8]>
     /// The configuration in force: the start's, then each SIGHUP's that loaded (`reload`).
-    package let settings: Mutex<ServeConfiguration>
-    package let limiter: Mutex<RateLimiter?>
+    package let settings: Lock<ServeConfiguration>
+    package let limiter: Lock<RateLimiter?>
     /// Runtimes a reload replaced or removed, shut down once no event needs them.
-    package let retired = Mutex<[AppRuntime]>([])
+    package let retired = Lock<[AppRuntime]>([])
     package var configuration: ServeConfiguration { settings.withLock { $0 } }
     package var rateLimiter: RateLimiter? { limiter.withLock { $0 } }
     /// What the API counts that the metrics show (set by the daemon that serves it).
-    package let apiRefusals = Mutex<@Sendable () -> Int>({ 0 })
-    package let credentialChecker: Mutex<PeriodicThread?> = Mutex(nil)
+    package let apiRefusals = Lock<@Sendable () -> Int>({ 0 })
+    package let credentialChecker: Lock<PeriodicThread?> = Lock(nil)
     /// Looks at the pools every few seconds and logs a halt or a loss of every connection (`PoolWatch`).
-    package let poolWatch: Mutex<PeriodicThread?> = Mutex(nil)
+    package let poolWatch: Lock<PeriodicThread?> = Lock(nil)
     /// Installation ids whose first registration is being written (see `Router.register`).
-    package let registering = Mutex<Set<String>>([])
+    package let registering = Lock<Set<String>>([])
     /// This node of a cluster, or nil without a `cluster` section (`ClusterNode`).
     package let cluster: ClusterNode?
     /// The threads sending this node's share of the cluster's events (not while a standby).
-    package let shardWorkers = Mutex<ShardWorkers?>(nil)
+    package let shardWorkers = Lock<ShardWorkers?>(nil)
     /// Registration replication between the cluster's nodes (`ClusterReplication.swift`), nil without a cluster.
     package let replication: RegistrationReplication?
     /// Token counts for `/v1/tokens/stats`, `/metrics` and the status page.
@@ -61,22 +61,22 @@ public final class Service: Sendable {
     /// not finish (nothing runs until `start`). The daemon binds its API before, so one that cannot
     /// serve it opens no connection to APNs. `log` is given here, so the events a restart resumes are logged too.
     public init(configuration: ServeConfiguration, log: DaemonLog = .silent) throws(ServiceError) {
-        self.log = Mutex(log)
-        settings = Mutex(configuration)
+        self.log = Lock(log)
+        settings = Lock(configuration)
         let store: TokenStore
         do { store = try TokenStore(directory: configuration.storePath) } catch {
             throw ServiceError("storePath \(configuration.storePath): \(error.description)")
         }
         stores = StoreHolder(store)
         standby = Atomic(configuration.standby)
-        adminToken = Mutex(try Self.readAdminToken(configuration.adminTokenFile))
+        adminToken = Lock(try Self.readAdminToken(configuration.adminTokenFile))
         cluster = try configuration.cluster.map { (settings) throws(ServiceError) in try ClusterNode(settings) }
         let stores = self.stores
         do { replication = try cluster.map { (node) throws(StoreError) in try RegistrationReplication(node: node, stores: stores) } } catch {
             store.close()
             throw ServiceError("storePath \(configuration.storePath): \(error.description)")
         }
-        limiter = Mutex(configuration.rateLimit.map { RateLimiter(perSecond: Double($0.perSecond), burst: $0.burst) })
+        limiter = Lock(configuration.rateLimit.map { RateLimiter(perSecond: Double($0.perSecond), burst: $0.burst) })
         var runtimes: [AppRuntime] = []
         do {
             for app in configuration.apps { runtimes.append(try AppRuntime(app: app, configuration: configuration)) }
@@ -85,7 +85,7 @@ public final class Service: Sendable {
             store.close()
             throw error
         }
-        apps = Mutex(runtimes)
+        apps = Lock(runtimes)
         // Read before the workers start: a failure here leaves no thread behind.
         let pending: [EventSerialRecord], ended: [EventSerialRecord]
         do {

@@ -3,7 +3,6 @@ import DaemonConfiguration
 import Fanout
 import IO
 import Sender
-import Synchronization
 import TokenStore
 import Vocabulary
 
@@ -34,7 +33,7 @@ package final class ServiceMetrics: Sendable {
         package var label: String
     }
 
-    private let totals = Mutex(Totals())
+    private let totals = Lock(Totals())
     package static let eventBuckets: [Double] = [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300]
     package static let latencyBucketsMs: [Double] = [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000]
 

@@ -29,7 +29,7 @@ package final class ShardWorkers: @unchecked Sendable {
     private weak var service: Service?
     private let stopping = Atomic<Bool>(false)
     /// Entries a thread of this node is sending now (the node's own pending list shows them too).
-    private let running = Mutex<Set<StreamID>>([])
+    private let running = Lock<Set<StreamID>>([])
     private var threads: [OSThread] = []
 
     package init(service: Service, cluster: ClusterNode, count: Int = 2) {
@@ -225,7 +225,7 @@ package final class ShardWorkers: @unchecked Sendable {
 
 /// The first problem noted from any thread (the checkpoint hook runs on the fan-out's threads).
 private final class FirstProblem: Sendable {
-    private let problem = Mutex<String?>(nil)
+    private let problem = Lock<String?>(nil)
     package var value: String? { problem.withLock { $0 } }
     package func note(_ text: String) { problem.withLock { if $0 == nil { $0 = text } } }
 }

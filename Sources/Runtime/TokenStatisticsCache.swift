@@ -1,6 +1,6 @@
 import IO
-import Synchronization
 import TokenStore
+import Vocabulary
 
 /// The store's token statistics, kept between requests: counting them reads every token key
 /// (seconds on millions of tokens), which must happen neither on the HTTP thread nor once per
@@ -23,10 +23,10 @@ package final class TokenStatisticsCache: Sendable {
 
     package init() {}
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
     /// Held while counting: callers that want a newer count meanwhile wait and take that one
     /// instead of scanning again.
-    private let counting = Mutex(())
+    private let counting = Lock(())
 
     /// The cached statistics if counted within `age`; never blocks on a count.
     package func fresh(within age: Duration) -> StoreStatistics? {

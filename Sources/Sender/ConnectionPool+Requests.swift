@@ -1,7 +1,6 @@
 import APNs
 import HTTP2
 import IO
-import Synchronization
 import Vocabulary
 
 /// A few requests on one connection, through the same pool, connection rules and classifier as a
@@ -93,7 +92,7 @@ extension ConnectionPool {
     /// `submit`, waiting for the answers on the calling thread (never a loop's of this pool).
     public func perform(_ requests: [Request], timeout: Duration) -> [Answer] {
         let done = ConditionLock()
-        let result = Mutex<[Answer]?>(nil)
+        let result = Lock<[Answer]?>(nil)
         submit(requests, deadline: MonotonicInstant.now() + timeout) { answers in
             done.withLock {
                 result.withLock { $0 = answers }
@@ -162,12 +161,12 @@ extension ConnectionPool {
     /// Collects one call's outcomes by request index (on the loop threads) and hands them over
     /// once the last is in, or when the pool shuts down first (`OutstandingCalls.abandonAll`).
     final class AnswerCollector: PushOutcomeSink {
-        private let slots: Mutex<(answers: [CompletedPush?], missing: Int)>
+        private let slots: Lock<(answers: [CompletedPush?], missing: Int)>
         private let completion: @Sendable ([CompletedPush?]) -> Void
         private let calls: OutstandingCalls  // until completed: `finish` removes the call from it
 
         init(count: Int, calls: OutstandingCalls, completion: @escaping @Sendable ([CompletedPush?]) -> Void) {
-            slots = Mutex((Array(repeating: nil, count: count), count))
+            slots = Lock((Array(repeating: nil, count: count), count))
             self.calls = calls
             self.completion = completion
         }
@@ -209,7 +208,7 @@ extension ConnectionPool {
 /// The request calls of a pool not yet completed: a shutdown completes them, so a caller waiting
 /// for an answer (an API request deferred on it) always gets one.
 final class OutstandingCalls: Sendable {
-    private let calls = Mutex<[ObjectIdentifier: ConnectionPool.AnswerCollector]>([:])
+    private let calls = Lock<[ObjectIdentifier: ConnectionPool.AnswerCollector]>([:])
 
     func add(_ call: ConnectionPool.AnswerCollector) { calls.withLock { $0[ObjectIdentifier(call)] = call } }
     func remove(_ call: ConnectionPool.AnswerCollector) { _ = calls.withLock { $0.removeValue(forKey: ObjectIdentifier(call)) } }

@@ -4,6 +4,7 @@ import Glibc
 import HTTP2
 import IO
 import Synchronization
+import Vocabulary
 
 /// A pool of HTTP/2 connections to one APNs endpoint, spread over event-loop threads that own them.
 ///
@@ -13,7 +14,7 @@ import Synchronization
 public final class ConnectionPool: Sendable {
     private let loops: [EventLoop]
     private let senders: [LoopSender]
-    private let threads: Mutex<[OSThread]>
+    private let threads: Lock<[OSThread]>
     private let state: PoolState
     private let submitted = Atomic<Int>(0)
     private let nextLoop = Atomic<Int>(0)
@@ -45,7 +46,7 @@ public final class ConnectionPool: Sendable {
         }
         self.loops = loops
         self.senders = senders
-        threads = Mutex([])
+        threads = Lock([])
         accessTokens = configuration.provider.accessTokens
         if let accessTokens {
             // Pushes wait for a token without a timer: the source wakes the loops when one comes,

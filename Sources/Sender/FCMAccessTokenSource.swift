@@ -1,7 +1,7 @@
 import Crypto
 import FCM
 import IO
-import Synchronization
+import Vocabulary
 
 /// The access token a connection presents, numbered: a connection sets its `authorization` header
 /// only when the number changes, not per request.
@@ -33,7 +33,7 @@ enum AccessTokenEvent: Sendable {
 /// listening, with Google's description; an endpoint that does not answer is asked again with
 /// back-off (1 s doubling to 60 s) for as long as a pool listens.
 ///
-/// Thread-safe: the state sits behind one `Mutex`; the per-turn path (`usable`) is a lock, a clock
+/// Thread-safe: the state sits behind one `Lock`; the per-turn path (`usable`) is a lock, a clock
 /// compare and the cached value.
 public final class FCMAccessTokenSource: Sendable {
     public let account: ServiceAccount
@@ -53,7 +53,7 @@ public final class FCMAccessTokenSource: Sendable {
         var listeners: [(id: ObjectIdentifier, notify: @Sendable (AccessTokenEvent) -> Void)] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
     /// Where the refresh thread waits out its back-off (a shutdown of the last pool ends the wait).
     private let pause = ConditionLock()
 

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
+import Vocabulary
 
 /// A bounded multi-producer, single-consumer ring of jobs between the fan-out planner and one
 /// loop thread. Producers add in batches (one lock per batch, not per push) and wait while it is
@@ -14,12 +14,12 @@ final class JobQueue: Sendable {
         init(capacity: Int) { slots = Array(repeating: nil, count: capacity) }
     }
 
-    private let ring: Mutex<Ring>
+    private let ring: Lock<Ring>
     let capacity: Int
 
     init(capacity: Int) {
         self.capacity = capacity
-        ring = Mutex(Ring(capacity: capacity))
+        ring = Lock(Ring(capacity: capacity))
     }
 
     /// Adds as many of `jobs[from...]` as fit; returns how many were added.

@@ -16,7 +16,7 @@ import Vocabulary
 /// stream until a push succeeds, the provider-token generation of each connection, the liveness
 /// settings, which response headers matter (connections are managed in LoopSender+Connections).
 final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Sendable {
-    // @unchecked: all mutable state is confined to `loop`'s thread; cross-thread parts are Mutex/Atomic.
+    // @unchecked: all mutable state is confined to `loop`'s thread; cross-thread parts are Lock/Atomic.
     let loop: EventLoop
     let queue: JobQueue
     /// Jobs that go ahead of everything queued (an earthquake start while an election update fans out).
@@ -64,7 +64,7 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
     let slotCount: Int
     /// Connections draining beside their replacement at most, per slot (see `replaceDrainingConnections`).
     static let drainsPerSlot = 8
-    private let snapshot = Mutex<(SenderCounters, LatencyHistogram?)>((SenderCounters(), nil))
+    private let snapshot = Lock<(SenderCounters, LatencyHistogram?)>((SenderCounters(), nil))
 
     /// One connection and what the sender keeps about it: its pushes in flight, by stream handle
     /// (the connection's stream table is the one index), its token lease and its reconnect state.

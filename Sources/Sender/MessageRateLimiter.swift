@@ -1,5 +1,5 @@
 import IO
-import Synchronization
+import Vocabulary
 
 /// A pool's messages a minute (FCM's quota is per Firebase project: 600,000 a minute by default):
 /// a token bucket every loop of the pool takes from before it writes a request, so retries and
@@ -10,12 +10,12 @@ final class MessageRateLimiter: Sendable {
     private let perSecond: Double
     private let capacity: Double
     private struct Bucket { var tokens: Double; var at: UInt64 }
-    private let bucket: Mutex<Bucket>
+    private let bucket: Lock<Bucket>
 
     init(messagesPerMinute: Int) {
         perSecond = Double(max(1, messagesPerMinute)) / 60
         capacity = max(1, perSecond)
-        bucket = Mutex(Bucket(tokens: capacity, at: MonotonicInstant.now().nanoseconds))
+        bucket = Lock(Bucket(tokens: capacity, at: MonotonicInstant.now().nanoseconds))
     }
 
     /// Takes up to `wanted` messages' worth; returns how many it may send now.

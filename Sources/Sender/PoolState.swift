@@ -1,11 +1,12 @@
 import HTTP2
 import IO
 import Synchronization
+import Vocabulary
 
 /// What all loop threads of one pool share: whether it stopped, and why.
 final class PoolState: Sendable {
     let halted = Atomic<Bool>(false)
-    private let reason = Mutex<(PushOutcome, String)?>(nil)
+    private let reason = Lock<(PushOutcome, String)?>(nil)
     /// Connections of the pool, and how many of them failed `failFastAfter` times in a row.
     private let connectionCount: Int
     private let unreachable = Atomic<Int>(0)
@@ -89,7 +90,7 @@ final class PoolState: Sendable {
 
     /// The last error a connection closed with (once per failed connection, not per push): what a
     /// caller reports when its requests got no answer at all.
-    private let lastError = Mutex<TransportError?>(nil)
+    private let lastError = Lock<TransportError?>(nil)
     func connectionFailed(_ error: TransportError) { lastError.withLock { $0 = error } }
     var lastConnectionError: TransportError? { lastError.withLock { $0 } }
 
@@ -110,7 +111,7 @@ final class PoolState: Sendable {
 
     /// Generation → how many connections were told `ExpiredProviderToken` before APNs accepted
     /// anything on them. Rare (a handful per hour at worst), so a lock is fine.
-    private let expiredOnFreshConnections = Mutex<[Int: Int]>([:])
+    private let expiredOnFreshConnections = Lock<[Int: Int]>([:])
 
     /// Notes an `ExpiredProviderToken` for `generation` on a connection that had no push accepted
     /// yet; whether that has now happened twice. A token APNs really considers expired (this

@@ -1,18 +1,18 @@
 import Crypto
 import IO
-import Synchronization
+import Vocabulary
 
 /// What every loop thread shares to play FCM: the access tokens granted (value → expiry), the
 /// project's quota window, and the token endpoint's rules, set once the port is known.
 final class FCMSimulatorState: Sendable {
     let projectID: String
-    private let tokens = Mutex<[String: MonotonicInstant]>([:])
-    private let quota: Mutex<FCMQuotaWindow>
-    private let rules = Mutex<FCMTokenRules?>(nil)
+    private let tokens = Lock<[String: MonotonicInstant]>([:])
+    private let quota: Lock<FCMQuotaWindow>
+    private let rules = Lock<FCMTokenRules?>(nil)
 
     init(projectID: String, quotaPerMinute: Int) {
         self.projectID = projectID
-        quota = Mutex(FCMQuotaWindow(limit: quotaPerMinute))
+        quota = Lock(FCMQuotaWindow(limit: quotaPerMinute))
     }
 
     /// The token endpoint's checks: its URI (`aud`) names the port, known only once listening.

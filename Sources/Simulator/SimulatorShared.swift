@@ -1,15 +1,16 @@
 import Synchronization
+import Vocabulary
 
 /// What every loop thread of one simulator shares: counters, the channel table, the request count
 /// the GOAWAY and drop faults go by, and the log. Everything else lives per loop.
 final class SimulatorShared: Sendable {
-    let counters = Mutex(SimulatorCounters())
+    let counters = Lock(SimulatorCounters())
     /// bundle → channel ID → storage policy.
-    let channels = Mutex<[String: [String: Int]]>([:])
+    let channels = Lock<[String: [String: Int]]>([:])
     /// Device-push and broadcast requests over all connections and threads.
     let pushRequests = Atomic<Int>(0)
     /// Provider-token changes per signing key, with `ProviderTokenScope.key`.
-    let keyTokens = Mutex(KeyTokenUpdates())
+    let keyTokens = Lock(KeyTokenUpdates())
     let log: PushLog?
     let fcm: FCMSimulatorState
 

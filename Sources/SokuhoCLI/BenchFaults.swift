@@ -3,7 +3,7 @@ import Glibc
 #endif
 import IO
 import JSONCore
-import Synchronization
+import Vocabulary
 
 /// `sokuho bench --faults SPEC`: a fault run. The built-in simulator misbehaves as SPEC says while
 /// the pool sends, and afterwards the run is judged by invariants, not by how many pushes got
@@ -118,7 +118,7 @@ struct FaultPlan: CustomStringConvertible {
 /// the counters of every incarnation.
 final class FaultyServer: @unchecked Sendable {
     // @unchecked: `current`, `statsFiles` and `cpuSeconds` are guarded by `lock`.
-    private let lock = Mutex<Void>(())
+    private let lock = Lock<Void>(())
     private var current: ChildSimulator
     private var statsFiles: [String] = []
     private var cpuSeconds = 0.0

@@ -1,12 +1,12 @@
-import Synchronization
+import Vocabulary
 
 /// The store a daemon reads and writes. One holder, shared by its runtime, event queue and
 /// registration replication, so a standby can swap the store for a newer backup without any of
 /// them keeping the old one.
 public final class StoreHolder: Sendable {
-    private let store: Mutex<TokenStore>
+    private let store: Lock<TokenStore>
 
-    public init(_ store: TokenStore) { self.store = Mutex(store) }
+    public init(_ store: TokenStore) { self.store = Lock(store) }
 
     public var current: TokenStore { store.withLock { $0 } }
 

@@ -147,7 +147,7 @@ enum WriteRole: Sendable {
 
 /// Whether the writer fills the outbox, and the identity `replicate()` settled on.
 final class ReplicationSwitch: Sendable {
-    private let state = Mutex<String?>(nil)
+    private let state = Lock<String?>(nil)
     private let on = Atomic<Bool>(false)
 
     var isOn: Bool { on.load(ordering: .acquiring) }

@@ -1,6 +1,6 @@
 import Crypto
 import Dispatch
-import Synchronization
+import Vocabulary
 import Testing
 
 /// Token generations on the 30-minute wall-clock grid and per-connection switching, with a
@@ -217,10 +217,10 @@ import Testing
 
 /// Per-thread results of the concurrency test.
 private final class ResultsBox: Sendable {
-    private let state: Mutex<(tokens: [Set<String>], leases: [ProviderTokenLease?])>
+    private let state: Lock<(tokens: [Set<String>], leases: [ProviderTokenLease?])>
 
     init(count: Int) {
-        state = Mutex((Array(repeating: [], count: count), Array(repeating: nil, count: count)))
+        state = Lock((Array(repeating: [], count: count), Array(repeating: nil, count: count)))
     }
 
     func set(_ index: Int, _ tokens: Set<String>, _ lease: ProviderTokenLease?) {

@@ -1,11 +1,11 @@
 import Crypto
 import Dispatch
-import Synchronization
+import Vocabulary
 import Testing
 
 @Suite struct RandomSourceTests {
     @Test func threadsDrawDistinctBytesFromTheSharedGenerator() {
-        let seen = Mutex(Set<[UInt8]>())
+        let seen = Lock(Set<[UInt8]>())
         DispatchQueue.concurrentPerform(iterations: 8) { _ in
             for _ in 0..<100 {
                 let bytes = RandomSource.shared.bytes(16)

@@ -5,14 +5,14 @@ import Crypto
 import HTTP2
 import HTTP2TestSupport
 import IO
-import Synchronization
+import Vocabulary
 import Testing
 
 /// A server handler for transport tests: echoes the body, and obeys a few path-driven behaviours.
 final class EchoHandler: HTTP2RequestHandler, @unchecked Sendable {
-    let seen = Mutex<[String]>([])
+    let seen = Lock<[String]>([])
     /// Arrival times (monotonic ns) of the "/delayed/" requests.
-    let arrivals = Mutex<[UInt64]>([])
+    let arrivals = Lock<[UInt64]>([])
     func handle(_ request: ServerRequest, on connection: ServerConnection) {
         seen.withLock { $0.append("\(request.method) \(request.path)") }
         if request.path.hasPrefix("/delayed/") {

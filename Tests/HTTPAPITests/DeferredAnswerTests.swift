@@ -2,19 +2,19 @@
 import Glibc
 #endif
 import HTTPAPI
-import Synchronization
+import Vocabulary
 import Testing
 
 /// `.deferred`: a handler answers later from another thread while the server keeps serving.
 @Suite struct DeferredAnswerTests {
     @Test func aDeferredAnswerFromAnotherThreadReachesTheClientWhileOthersAreServed() throws {
-        let held = Mutex<[HTTPResponder]>([])
+        let held = Lock<[HTTPResponder]>([])
         try withServer(answering: { request in
             guard request.path == "/slow" else { return .response(.text("fast")) }
             return .deferred { responder in held.withLock { $0.append(responder) } }
         }) { server in
             let base = "http://127.0.0.1:\(server.ports[0])"
-            let slow = Mutex<Curl.Result?>(nil)
+            let slow = Lock<Curl.Result?>(nil)
             let thread = spawn { slow.withLock { $0 = Curl.run([base + "/slow"]) } }
             for _ in 0..<500 where held.withLock({ $0.isEmpty }) { usleep(10_000) }
             // The slow request is waiting; the server thread is free for others.
@@ -36,7 +36,7 @@ import Testing
     }
 
     @Test func stopWithADeferredRequestOutstandingClosesItsConnectionAndALateAnswerIsDropped() throws {
-        let held = Mutex<HTTPResponder?>(nil)
+        let held = Lock<HTTPResponder?>(nil)
         let server = try HTTPServer(listen: [("127.0.0.1", 0)], answering: { _ in .deferred { responder in held.withLock { $0 = responder } } })
         server.start()
         let client = RawClient(port: server.ports[0])

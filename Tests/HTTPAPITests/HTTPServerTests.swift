@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import HTTPAPI
-import Synchronization
+import Vocabulary
 import Testing
 
 /// The server against curl (a real HTTP/1.1 client) and, for what curl will not send, raw sockets.
@@ -45,7 +45,7 @@ import Testing
     }
 
     @Test func thePathIsDecodedAndTheQueryParsedInOrder() throws {
-        let seen = Mutex<HTTPRequest?>(nil)
+        let seen = Lock<HTTPRequest?>(nil)
         try withServer(handler: { request in seen.withLock { $0 = request }; return .text("ok") }) { server in
             let run = Curl.run(["http://127.0.0.1:\(server.ports[0])/events/a%20b/%C3%A9?x=1&y=hello+world&flag&z=%26%3D&x=2"])
             #expect(run.out == "ok", "\(run.err)")
@@ -78,7 +78,7 @@ import Testing
         let echo = EchoHandler()
         try withServer(handler: echo.answer) { server in
             let urls = (0..<10).map { "http://127.0.0.1:\(server.ports[0])/n/\($0)" }
-            let results = Mutex<[Curl.Result]>([])
+            let results = Lock<[Curl.Result]>([])
             let threads = (0..<5).map { client in
                 spawn { results.withLock { $0.append(Curl.run(["-w", "%{http_code}\\n", "-H", "X-Test: \(client)"] + discardingBodies(urls))) } }
             }

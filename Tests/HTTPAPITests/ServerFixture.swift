@@ -1,5 +1,6 @@
 import HTTPAPI
 import Synchronization
+import Vocabulary
 
 /// Runs a started server for the duration of `body`, stopping it afterwards.
 func withServer<T>(listen: [(host: String, port: Int)] = [("127.0.0.1", 0)], limits: HTTPLimits = HTTPLimits(),
@@ -20,7 +21,7 @@ func withServer<T>(listen: [(host: String, port: Int)] = [("127.0.0.1", 0)], lim
 /// Answers every request with "<method> <path> <x-test header> <body>" and counts them.
 final class EchoHandler: Sendable {
     let count = Atomic<Int>(0)
-    let lastClient = Mutex("")
+    let lastClient = Lock("")
 
     func answer(_ request: HTTPRequest) -> HTTPResponse {
         count.add(1, ordering: .relaxed)

@@ -12,9 +12,9 @@ import Vocabulary
 /// Every final outcome of an FCM run with what FCM said, and a hook at the Nth outcome.
 final class FCMRecordingSink: PushOutcomeSink, @unchecked Sendable {
     struct Entry { let outcome: PushOutcome; let fcm: FCMRefusalDetail?; let prunesBehindBreaker: Bool; let finished: MonotonicInstant; let latency: Duration? }
-    let entries = Mutex<[UInt64: [Entry]]>([:])
+    let entries = Lock<[UInt64: [Entry]]>([:])
     /// When the first push went off the wire (a refusal that resends it), if one did.
-    let firstOffWire = Mutex<MonotonicInstant?>(nil)
+    let firstOffWire = Lock<MonotonicInstant?>(nil)
     let hookAt: Int
     let hook: @Sendable () -> Void
     private let count = Atomic<Int>(0)

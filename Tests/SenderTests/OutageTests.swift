@@ -146,7 +146,7 @@ struct OutageRun {
 /// Records when each push finished, relative to a start, and the status of its last answer (0: none).
 final class TimedSink: PushOutcomeSink, @unchecked Sendable {
     let start = MonotonicInstant.now()
-    let finished = Mutex<[(outcome: PushOutcome, seconds: Double, status: Int)]>([])
+    let finished = Lock<[(outcome: PushOutcome, seconds: Double, status: Int)]>([])
     func pushCompleted(_ push: CompletedPush) {
         let seconds = (MonotonicInstant.now() - start).seconds
         finished.withLock { $0.append((push.outcome, seconds, push.status)) }

@@ -13,7 +13,7 @@ import Vocabulary
 /// Collects every final outcome, by push id.
 final class RecordingSink: PushOutcomeSink, @unchecked Sendable {
     struct Entry { let outcome: PushOutcome; let token: String; let resentAfterUnknown: Bool }
-    let entries = Mutex<[UInt64: [Entry]]>([:])
+    let entries = Lock<[UInt64: [Entry]]>([:])
     func pushCompleted(_ push: CompletedPush) {
         let entry = Entry(outcome: push.outcome, token: push.token.hex, resentAfterUnknown: push.resentAfterUnknown)
         entries.withLock { $0[push.id, default: []].append(entry) }
@@ -308,7 +308,7 @@ final class GoAwayWithAnAnswerHeld: HTTP2RequestHandler, @unchecked Sendable {
 /// A server that sends every connection away after its fifth request, with its second request's
 /// answer held back for good: a storm of GOAWAYs with slow answers.
 final class GoAwayStormWithAnswersHeld: HTTP2RequestHandler, @unchecked Sendable {
-    let requestsByConnection = Mutex<[Int: Int]>([:])
+    let requestsByConnection = Lock<[Int: Int]>([:])
     let open = Atomic<Int>(0)
     let mostOpen = Atomic<Int>(0)
     func connectionOpened(_ connection: ServerConnection) {

@@ -5,7 +5,6 @@ import APNs
 import IO
 import Sender
 import Simulator
-import Synchronization
 import Testing
 import Vocabulary
 
@@ -14,7 +13,7 @@ import Vocabulary
 /// overtake a bulk fan-out.
 @Suite struct WarmPoolTests {
     final class IDSink: PushOutcomeSink, @unchecked Sendable {
-        let ids = Mutex<[UInt64]>([])
+        let ids = Lock<[UInt64]>([])
         func pushCompleted(_ push: CompletedPush) { ids.withLock { $0.append(push.id) } }
         var count: Int { ids.withLock { $0.count } }
     }

@@ -5,15 +5,15 @@ import Crypto
 import HTTP2
 import IO
 import JSONCore
-import Synchronization
+import Vocabulary
 import Testing
 
 /// PING on idle connections: an answering peer keeps the connection, a silent one (a process that
 /// stopped, like a half-open TCP connection) is detected and the connection closed.
 @Suite(.serialized) struct PingTests {
-    /// Records what a connection reports; read from the test thread through the Mutex.
+    /// Records what a connection reports; read from the test thread through the Lock.
     final class Watcher: ClientConnectionDelegate, @unchecked Sendable {
-        let state = Mutex<(opened: Bool, closed: TransportError??, pings: Int, acks: Int)>((false, nil, 0, 0))
+        let state = Lock<(opened: Bool, closed: TransportError??, pings: Int, acks: Int)>((false, nil, 0, 0))
         func connectionDidOpen(_ connection: ClientConnection) { state.withLock { $0.opened = true } }
         func connection(_ connection: ClientConnection, canSubmit capacity: Int) {
             state.withLock { $0.pings = connection.pingsSent; $0.acks = connection.pingsAcknowledged }

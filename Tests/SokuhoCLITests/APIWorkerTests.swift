@@ -2,6 +2,7 @@ import Glibc
 import HTTPAPI
 import IO
 import Synchronization
+import Vocabulary
 @testable import Daemon
 import Testing
 
@@ -46,7 +47,7 @@ import Testing
     @Test func aFullQueueIsAnswered503BusyAtOnceWhileTheQueuedRequestStillGetsItsAnswer() throws {
         let worker = APIWorker(name: "test-api", threads: 1, capacity: 1)
         let gate = ConditionLock()
-        let open = Mutex(false)
+        let open = Lock(false)
         let started = Atomic<Int>(0)
         let server = try HTTPServer(listen: [("127.0.0.1", 0)], answering: { _ in
             worker.answer {
@@ -57,7 +58,7 @@ import Testing
         })
         server.start()
         let port = server.ports[0]
-        let answers = Mutex<[Int: String]>([:])
+        let answers = Lock<[Int: String]>([:])
         func request(_ number: Int) -> OSThread {
             OSThread.start(name: "test-client-\(number)") { let text = Self.get(port: port); answers.withLock { $0[number] = text } }
         }

@@ -1,6 +1,7 @@
 import Glibc
 import IO
 import Synchronization
+import Vocabulary
 @testable import Daemon
 import Runtime
 import TokenStore
@@ -16,7 +17,7 @@ import Testing
         let cache = TokenStatisticsCache()
         let counts = Atomic<Int>(0)
         let gate = ConditionLock()
-        let open = Mutex(false)
+        let open = Lock(false)
         // The first count is held at the gate until the second request has asked.
         let held: @Sendable () -> TokenStore = {
             if counts.add(1, ordering: .relaxed).newValue == 1 {

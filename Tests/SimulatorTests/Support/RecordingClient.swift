@@ -5,14 +5,14 @@ import Crypto
 import HTTP2
 import HTTP2TestSupport
 import IO
-import Synchronization
+import Vocabulary
 
 /// One client connection to the simulator that sends requests one after another (each waits for
 /// the previous answer) and records everything the connection reports: answers, failures, the
 /// GOAWAY, why it closed and its PINGs. OneShotClient hides GOAWAY and PINGs; fault tests need them.
 /// The loop runs on its own thread, so a test can look at the simulator while the connection is open.
 final class RecordingClient: ClientConnectionDelegate, @unchecked Sendable {
-    // @unchecked: the delegate calls arrive on the loop thread; the test reads `state` through the Mutex.
+    // @unchecked: the delegate calls arrive on the loop thread; the test reads `state` through the Lock.
     struct State {
         var results: [ClientResult] = []
         var closed = false
@@ -24,7 +24,7 @@ final class RecordingClient: ClientConnectionDelegate, @unchecked Sendable {
         var acknowledgedAtLastSubmit = 0
     }
 
-    let state = Mutex(State())
+    let state = Lock(State())
     private let request: ClientRequest
     private let headers: HeaderList
     private let count: Int
