@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import FCM
 import Vocabulary
 
@@ -19,7 +22,7 @@ struct FCMBodyShape {
     mutating func check(_ body: [UInt8]) throws(FCMRefusal) -> FCMMessageRules.Send {
         let split = Self.split(body)
         if known, let (token, restStart) = split, body.count <= FCMPayloadLimit.maximumBytes,
-           body.count - restStart == rest.count, body[restStart...].elementsEqual(rest) {
+           body.count - restStart == rest.count, Self.equal(body, from: restStart, rest) {
             return FCMMessageRules.Send(token: token, validateOnly: validateOnly)
         }
         let send = try FCMMessageRules.check(body)
@@ -34,10 +37,20 @@ struct FCMBodyShape {
     /// The token and where the rest starts, when the body opens with the token and the token is
     /// plain registration-token text (nothing JSON would unescape).
     private static func split(_ body: [UInt8]) -> (token: String, restStart: Int)? {
-        guard body.count > opening.count, body.starts(with: opening),
-              let end = body[opening.count...].firstIndex(of: UInt8(ascii: "\"")) else { return nil }
-        let token = String(decoding: body[opening.count..<end], as: UTF8.self)
-        guard DeviceToken.isFCMRegistrationToken(token) else { return nil }
-        return (token, end)
+        body.withUnsafeBytes { bytes -> (token: String, restStart: Int)? in
+            let start = opening.count
+            guard bytes.count > start, opening.withUnsafeBytes({ memcmp(bytes.baseAddress!, $0.baseAddress!, start) == 0 }),
+                  let end = bytes[start...].firstIndex(of: UInt8(ascii: "\"")) else { return nil }
+            let token = UnsafeRawBufferPointer(rebasing: bytes[start..<end])
+            guard DeviceToken.isFCMRegistrationToken(bytes: token) else { return nil }
+            return (String(decoding: token, as: UTF8.self), end)
+        }
+    }
+
+    /// Whether `body` from `start` on is byte for byte `rest` (whose size the caller checked).
+    private static func equal(_ body: [UInt8], from start: Int, _ rest: [UInt8]) -> Bool {
+        body.withUnsafeBytes { bytes in
+            rest.withUnsafeBytes { $0.isEmpty || memcmp(bytes.baseAddress! + start, $0.baseAddress!, $0.count) == 0 }
+        }
     }
 }

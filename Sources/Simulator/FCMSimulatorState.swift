@@ -1,5 +1,6 @@
 import Crypto
 import IO
+import Synchronization
 import Vocabulary
 
 /// What every loop thread shares to play FCM: the access tokens granted (value → expiry), the
@@ -31,14 +32,21 @@ final class FCMSimulatorState: Sendable {
         return token
     }
 
-    /// Whether `token` was granted here and has not expired.
-    func isValid(_ token: Substring) -> Bool {
-        let now = MonotonicInstant.now()
-        return tokens.withLock { $0[String(token)].map { $0 > now } ?? false }
+    /// When `token` (its text) expires, if it was granted here.
+    func expiry(of token: Substring.UTF8View) -> MonotonicInstant? {
+        let key = String(Substring(token))
+        return tokens.withLock { $0[key] }
     }
 
+    /// Bumped by `expireAll`: a handler's remembered good token is good only under the same value.
+    var expiryGeneration: Int { generation.load(ordering: .acquiring) }
+    private let generation = Atomic<Int>(0)
+
     /// Expires every token granted so far (a test's "mid-event" expiry, without waiting an hour).
-    func expireAll() { tokens.withLock { $0.removeAll() } }
+    func expireAll() {
+        tokens.withLock { $0.removeAll() }
+        generation.add(1, ordering: .releasing)
+    }
 
     /// Counts one message against the quota; the wait when it is spent.
     func admit() -> Duration? { quota.withLock { $0.admit(at: .now()) } }

@@ -98,13 +98,26 @@ public struct DeviceToken: Sendable, BitwiseCopyable, Hashable, CustomStringConv
 
     /// Whether `text` is an FCM registration token: `fcmByteCount` bytes of `[A-Za-z0-9_:-]`.
     public static func isFCMRegistrationToken(_ text: some StringProtocol) -> Bool {
-        fcmByteCount.contains(text.utf8.count) && text.utf8.allSatisfy { byte in
+        // The bytes in place when the text has them (a native String or Substring does): this is
+        // per message in the simulator, and a generic walk over another module's UTF8View costs
+        // a witness call per byte.
+        if let verdict = text.utf8.withContiguousStorageIfAvailable({ isFCMRegistrationToken(bytes: UnsafeRawBufferPointer($0)) }) {
+            return verdict
+        }
+        return Array(text.utf8).withUnsafeBytes { isFCMRegistrationToken(bytes: $0) }
+    }
+
+    /// Whether `bytes` are an FCM registration token's text (see the String form).
+    public static func isFCMRegistrationToken(bytes: UnsafeRawBufferPointer) -> Bool {
+        guard fcmByteCount.contains(bytes.count) else { return false }
+        for byte in bytes {
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: ":"), UInt8(ascii: "-"): true
-            default: false
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: ":"), UInt8(ascii: "-"): continue
+            default: return false
             }
         }
+        return true
     }
 
     // MARK: Reading and writing

@@ -22,7 +22,13 @@ import Vocabulary
             let answer = try client.perform([FCMClient.send(try FCMClient.liveUpdate(token: fcmToken("a")), bearer: token.value)])[0]
             let response = try #require(answer.fcm)
             #expect(response.status == 200 && response.action == .delivered, "\(answer)")
-            #expect(response.messageName?.hasPrefix("projects/sokuho-simulator/messages/0:") == true)
+            // Google's shape: `0:<microseconds>%<16 hex digits>`, the microseconds about now.
+            let id = try #require(response.messageName?.split(separator: "/").last)
+            let parts = id.dropFirst(2).split(separator: "%")
+            #expect(id.hasPrefix("0:") && parts.count == 2 && parts[1].count == 16 && parts[1].allSatisfy(\.isHexDigit), "\(id)")
+            let microseconds = try #require(Int64(parts[0]))
+            #expect(abs(microseconds / 1_000_000 - WallClock.seconds()) < 60, "\(id)")
+            #expect(response.messageName == "projects/sokuho-simulator/messages/\(id)")
             let counters = sim.counters
             #expect(counters.fcmAccepted == 1 && counters.fcmTokensGranted == 1 && counters.accepted == 0)
         }
