@@ -10,9 +10,11 @@ extension Service {
     }
 
     /// An event the queue is done with: info when finished, warning when stopped early (its
-    /// reason), error when it failed (its message).
-    package func logEnded(_ entry: EventQueue.Entry) {
-        var fields = Self.eventFields(entry.event) + [("app", .text(entry.app.name))]
+    /// reason), error when it failed (its message). A cluster's shard is logged the same way by
+    /// the node that sent it, with `extra` naming the shard and the node: no node sends a whole
+    /// clustered event, so each says what it did.
+    package func logEnded(_ entry: EventQueue.Entry, extra: [DaemonLog.Field] = []) {
+        var fields = Self.eventFields(entry.event) + [("app", .text(entry.app.name))] + extra
         if let report = entry.report {
             fields += [("targets", .int(report.targets)), ("delivered", .int(report.delivered)), ("unknown", .int(report.unknown)),
                        ("failed", .int(report.failedTotal)), ("pruned", .int(report.prunedTotal)), ("seconds", .seconds(report.seconds))]

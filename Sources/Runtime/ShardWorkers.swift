@@ -211,13 +211,19 @@ package final class ShardWorkers: @unchecked Sendable {
         var options = runtime.fanout
         options.urgent = event.kind == .start
         options.journal = ShardJournal(keeper: keeper, link: link, key: key, serial: serial, shard: shard, unrecorded: unrecorded)
+        let shardFields: [DaemonLog.Field] = [("shard", .text(shard.description)), ("node", .text(cluster.node))]
+        var entry = EventQueue.Entry(id: EventQueue.id(key: event.recordKey, serial: event.serial), event: event, app: runtime, urgent: options.urgent)
         do {
             let result = try Fanout.run(event, store: service.store, options: options)
-            let entry = EventQueue.Entry(id: EventQueue.id(key: event.recordKey, serial: event.serial), event: event, app: runtime,
-                                         urgent: options.urgent, state: result.report.stopped == nil ? .done : .stopped, report: result.report)
+            entry.state = result.report.stopped == nil ? .done : .stopped
+            entry.report = result.report
             service.metrics.eventFinished(entry, result)
+            service.logEnded(entry, extra: shardFields)
             return result.report.json
         } catch {
+            entry.state = .failed
+            entry.error = error.message
+            service.logEnded(entry, extra: shardFields)
             return ClusterEvents.errorReport(error.message)
         }
     }

@@ -106,6 +106,18 @@ import Testing
         let doneA = a.metric(#"sokuho_cluster_shards_total{node="a",outcome="done"}"#) ?? -1
         let doneB = b.metric(#"sokuho_cluster_shards_total{node="b",outcome="done"}"#) ?? -1
         #expect(doneA + doneB == 8 && doneA == byNode["a"] && doneB == byNode["b"], "metrics \(doneA) + \(doneB), ledger \(byNode)")
+        // Each node logs each shard it finished, with its counts: the operator of either node
+        // sees what it sent (no node sends a clustered event whole).
+        func finishedLines(_ daemon: Daemon) -> [Substring] {
+            daemon.child.stderr.split(separator: "\n").filter { $0.contains("event finished key=eew-cluster serial=1 ") }
+        }
+        // Written before each shard's report reaches the ledger; read from the pipes as they come.
+        for _ in 0..<200 where finishedLines(a).count + finishedLines(b).count < 8 { usleep(25_000) }
+        for (daemon, node) in [(a, "a"), (b, "b")] {
+            let lines = finishedLines(daemon)
+            #expect(lines.count == byNode[node], "\(node): \(lines)")
+            #expect(lines.allSatisfy { $0.contains(" shard=") && $0.contains("/8 node=\(node) ") && $0.contains(" unknown=0 ") }, "\(lines)")
+        }
         // Finished shards leave no lease or fencing counter behind in Redis.
         let redisKeys = try nodes.redis.connect().command(["KEYS", "sokuho:lease:*"])
         #expect(redisKeys == .array([]), "\(redisKeys)")
