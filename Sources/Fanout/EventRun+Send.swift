@@ -9,7 +9,7 @@ extension EventRun {
     func send(_ admitted: Admitted, starts: Starts, channels: Channels) throws(FanoutError) -> Sending {
         let pool = try pool()
         let android = try androidPool()
-        let books = try books(plans: starts.plans, gate: pool.handOut, eventStarted: admitted.record.startedAt)
+        let books = try books(plans: starts.plans, gate: pool.handOut, androidGate: android?.handOut, eventStarted: admitted.record.startedAt)
         // Every push group reports to this event's sink, so the pool may be shared with other events.
         var pushes: [EventPushes] = []
         for group in event.groups {
@@ -44,9 +44,10 @@ extension EventRun {
     }
 
     /// The sink and what its job ids name: per plan a scan window and a slot for starts, one for
-    /// fallbacks and one for Android starts (tracked by the plan's window), per group a slot for
-    /// activity updates and one for Android updates and ends.
-    private func books(plans: [StartPlan], gate: HandOutGate, eventStarted: UInt64) throws(FanoutError)
+    /// fallbacks and one for Android starts — with an Android side, tracked by a window of their
+    /// own, its twin, counted in the FCM pool's gate —, per group a slot for activity updates and
+    /// one for Android updates and ends.
+    private func books(plans: [StartPlan], gate: HandOutGate, androidGate: HandOutGate?, eventStarted: UInt64) throws(FanoutError)
         -> (sink: FanoutSink, plans: [StartPlan], updateSlots: [Int], androidUpdateSlots: [Int]) {
         var slots: [PushSlot] = []
         var windows: [ScanWindow] = []
@@ -55,14 +56,21 @@ extension EventRun {
             plan.window = windows.count
             windows.append(ScanWindow(topic: plan.group.topic, capacity: max(16_384, 4 * gate.limit), completed: plan.resumeFrom,
                                       firstSegment: plan.firstSegment))
+            if let androidGate {
+                // Its answers are written whole in each record (no answer log: the log is the APNs scan's).
+                plan.androidWindow = windows.count
+                windows.append(ScanWindow(topic: plan.group.topic, capacity: max(16_384, 4 * androidGate.limit),
+                                          completed: plan.androidResume.resumeFrom, firstSegment: nil))
+            }
             plan.startSlot = slots.count
             slots.append(PushSlot(purpose: .start, group: plan.group.index, window: plan.window, kind: .pushToStart))
             plan.fallbackSlot = slots.count
             slots.append(PushSlot(purpose: .fallback, group: plan.group.index, window: plan.window, kind: .device))
             plan.androidSlot = slots.count
-            slots.append(PushSlot(purpose: .start, group: plan.group.index, window: plan.window, kind: .fcm))
+            slots.append(PushSlot(purpose: .start, group: plan.group.index, window: plan.androidWindow ?? plan.window, kind: .fcm))
             numbered.append(plan)
         }
+        let twins = Dictionary(uniqueKeysWithValues: numbered.compactMap { plan in plan.androidWindow.map { [(plan.window, $0), ($0, plan.window)] } }.joined().map { ($0.0, $0.1) })
         let updateSlots = event.groups.map { group -> Int in
             slots.append(PushSlot(purpose: .update, group: group.index, window: nil, kind: .pushToStart))
             return slots.count - 1
@@ -72,8 +80,8 @@ extension EventRun {
             return slots.count - 1
         }
         let log = try options.logPath.map { (path) throws(FanoutError) in try AuditLog(path: path) }
-        let sink = FanoutSink(slots: slots, windows: windows, groupTopics: event.groups.map(\.topic), log: log, gate: gate,
-                              eventStarted: eventStarted)
+        let sink = FanoutSink(slots: slots, windows: windows, twins: twins, groupTopics: event.groups.map(\.topic), log: log, gate: gate,
+                              androidGate: androidGate, eventStarted: eventStarted)
         return (sink, numbered, updateSlots, androidUpdateSlots)
     }
 }

@@ -15,10 +15,10 @@ extension EventRun {
             sending.samples.sample()
             // Every second — and at once while another run on the pool waits for the room this
             // run's recorded answers give back (the sink wakes this wait every `nudgeEvery` answers).
-            if MonotonicInstant.now() - lastCheckpoint >= .seconds(1) || gate.hasWaiters {
+            if MonotonicInstant.now() - lastCheckpoint >= .seconds(1) || gate.hasWaiters || scanner.android?.handOut.hasWaiters == true {
                 lastCheckpoint = MonotonicInstant.now()
-                let (progress, released) = scanner.checkpoint()
-                checkpoints.whileSettling(progress) { gate.release(released) }
+                let (progress, answers) = scanner.checkpoint()
+                checkpoints.whileSettling(progress) { sink.release(answers) }
             }
         }
         sending.samples.sample()
@@ -26,13 +26,16 @@ extension EventRun {
         var stopped = scanner.stopped ?? breaker.tripped ?? sending.pool.haltMessage.map(StopReason.poolHalted)
 
         let started = scanner.plans.filter { scanner.startedWindows.contains($0.window) }
+        let finals = sink.finalCheckpoints(of: started.flatMap { [$0.window] + ($0.androidWindow.map { [$0] } ?? []) })
         var writes: [WriteOperation] = []
-        for (plan, window) in zip(started, sink.finalCheckpoints(of: started.map(\.window))) {
-            if stopped == nil && window.isSettled {
+        for plan in started {
+            guard let window = finals[plan.window] else { continue }
+            let android = plan.androidWindow.flatMap { finals[$0] }
+            if stopped == nil && window.isSettled && android?.isSettled ?? true {
                 writes.append(.putStartProgress(StartProgress(eventKey: event.recordKey, topic: plan.group.topic, app: event.app.text,
                                                               environment: event.environment, doneLevel: plan.level,
                                                               updatedAt: WallClock.milliseconds())))
-            } else if let progress = scanner.progress(of: plan.window, window) {
+            } else if let progress = scanner.progress(of: plan, window, android: android) {
                 writes.append(.putStartProgress(progress))
             }
         }

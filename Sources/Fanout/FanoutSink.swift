@@ -16,6 +16,9 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
     private let lock = ConditionLock()
     private let slots: [PushSlot]
     private var windows: [ScanWindow]
+    /// A pass's two windows when its FCM targets are scanned apart: each one's twin. One record
+    /// holds both, so a checkpoint of one takes the other's too.
+    private let twins: [Int: Int]
     private var report = FanoutReport()
     /// Pushes handed to the pool and not yet answered.
     private var inFlight = 0
@@ -49,10 +52,15 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
     /// The pool's gate (`HandOutGate`). An answered start or fallback (the pushes a window tracks)
     /// gives its room back only once a checkpoint recording its answer is written
     /// (`takeAnswers`, `handOut`): so the gate bounds, over every run on the pool, what is handed
-    /// out and not recorded as answered — what a crash leaves unknown.
+    /// out and not recorded as answered — what a crash leaves unknown. Android starts scanned
+    /// apart count in the FCM pool's gate instead (`androidGate`): an FCM message held by
+    /// Google's quota then holds no room an APNs start needs.
     private let gate: HandOutGate
-    /// Answered pushes whose room is not given back yet (not yet in a written checkpoint).
+    private let androidGate: HandOutGate?
+    /// Answered pushes whose room is not given back yet (not yet in a written checkpoint), per
+    /// gate: APNs' (also FCM starts without a gate of their own), the FCM pool's.
     private var unreleased = 0
+    private var unreleasedAndroid = 0
     /// Set when the run is over: a late answer gives its room back at once (nothing records it).
     private var detached = false
     /// Every this many unreleased answers, a producer waiting on the gate (this run's or
@@ -60,6 +68,10 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
     /// given back without waiting for a timeout. At every multiple, not once: a nudge that comes
     /// while the producer is between two waits is lost, and the next one must follow.
     private let nudgeEvery: Int
+    private let nudgeAndroidEvery: Int
+
+    /// Whether a window's answers count in the FCM pool's gate (its slot is an FCM start with a gate of its own).
+    private func countsInAndroidGate(_ slot: PushSlot) -> Bool { androidGate != nil && slot.kind == .fcm && slot.window != nil }
 
     /// The circuit breaker: within a group's first `breakerSample` answers, more than
     /// `breakerFraction` of them being BadDeviceToken/DeviceTokenNotForTopic (and at least
@@ -68,12 +80,16 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
     static let breakerFraction = 0.05
     static let breakerMinimum = 10
 
-    init(slots: [PushSlot], windows: [ScanWindow], groupTopics: [String], log: AuditLog?, gate: HandOutGate, eventStarted: UInt64) {
+    init(slots: [PushSlot], windows: [ScanWindow], twins: [Int: Int] = [:], groupTopics: [String], log: AuditLog?, gate: HandOutGate,
+         androidGate: HandOutGate? = nil, eventStarted: UInt64) {
         self.slots = slots
         self.eventStarted = eventStarted
         self.gate = gate
+        self.androidGate = androidGate
         nudgeEvery = max(1, gate.batch)
+        nudgeAndroidEvery = max(1, androidGate?.batch ?? 1)
         self.windows = windows
+        self.twins = twins
         self.groupTopics = groupTopics
         self.log = log
         heldPrunes = Array(repeating: [], count: 2 * groupTopics.count)
@@ -97,11 +113,15 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
         let sequence = push.id & ((1 << PushSlot.sequenceBits) - 1)
         let now = MonotonicInstant.now()
         var releaseNow = false, nudge = false
+        let android = countsInAndroidGate(slot)
         lock.withLock {
             inFlight -= 1
             if slot.window != nil {
                 if detached {
                     releaseNow = true
+                } else if android {
+                    unreleasedAndroid += 1
+                    if unreleasedAndroid % nudgeAndroidEvery == 0 { nudge = true; lock.broadcast() }
                 } else {
                     unreleased += 1
                     if unreleased % nudgeEvery == 0 { nudge = true; lock.broadcast() }
@@ -116,8 +136,9 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
             record(push, slot: slot)
             if inFlight <= wakeAt { lock.broadcast() }
         }
-        if releaseNow { gate.release(1) }
-        if nudge { gate.nudgeWaiters() }
+        let slotGate = android ? androidGate! : gate
+        if releaseNow { slotGate.release(1) }
+        if nudge { slotGate.nudgeWaiters() }
         log?.write(push, group: groupTopics[slot.group])
     }
 
@@ -295,43 +316,60 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
     struct Answers {
         var checkpoints: [(window: Int, checkpoint: ScanWindow.Checkpoint)] = []
         var released = 0
+        /// The same for the FCM pool's gate.
+        var androidReleased = 0
+    }
+
+    /// Gives back the room of answers whose checkpoints are written (or of pushes not sent).
+    func release(_ answers: Answers) {
+        gate.release(answers.released)
+        androidGate?.release(answers.androidReleased)
     }
 
     /// The checkpoints to write and the answers they cover (see `Answers`). One lock.
     func takeAnswers(including: [Int] = []) -> Answers {
-        lock.withLock { takeAnswersLocked(besides: nil, including: including) }
+        lock.withLock { takeAnswersLocked(including: including) }
     }
 
-    private func takeAnswersLocked(besides excluded: Int?, including: [Int]) -> Answers {
+    private func takeAnswersLocked(including: [Int]) -> Answers {
         var answers = Answers()
-        for index in windows.indices where index != excluded && (windows[index].answersSinceCheckpoint > 0 || including.contains(index)) {
-            answers.checkpoints.append((index, windows[index].takeCheckpoint()))
+        var taken = Set<Int>()
+        for index in windows.indices where windows[index].answersSinceCheckpoint > 0 || including.contains(index) {
+            // A twin's checkpoint goes with it: the two are one record.
+            for window in [index] + (twins[index].map { [$0] } ?? []) where taken.insert(window).inserted {
+                answers.checkpoints.append((window, windows[window].takeCheckpoint()))
+            }
         }
         answers.released = unreleased
+        answers.androidReleased = unreleasedAndroid
         unreleased = 0
+        unreleasedAndroid = 0
         return answers
     }
 
     /// The run is over: the room of every answer not given back yet goes back now, and a late
     /// answer's at once. Idempotent.
     func detachFromGate() {
-        let count = lock.withLock { () -> Int in
+        let counts = lock.withLock { () -> (Int, Int) in
             detached = true
-            defer { unreleased = 0 }
-            return unreleased
+            defer { unreleased = 0; unreleasedAndroid = 0 }
+            return (unreleased, unreleasedAndroid)
         }
-        gate.release(count)
+        gate.release(counts.0)
+        androidGate?.release(counts.1)
     }
 
     deinit {
         // A run that ended by an error before `detachFromGate` (every answer has come by now).
         gate.release(unreleased)
+        androidGate?.release(unreleasedAndroid)
     }
 
     /// Enters a chunk's targets into `window` and appends the pushes among them to `jobs`,
-    /// counted in flight; returns the window's checkpoint, which covers them (written before they
-    /// go out), and the other windows' new answers (`takeAnswers`). One lock for the whole chunk.
-    func handOut(_ chunk: [ChunkTarget], window: Int, into jobs: inout [PushJob]) -> (checkpoint: ScanWindow.Checkpoint, others: Answers) {
+    /// counted in flight; returns the checkpoints to write before they go out: the window's (and
+    /// its twin's), which cover them, and every other window's new answers (`takeAnswers`). One
+    /// lock for the whole chunk.
+    func handOut(_ chunk: [ChunkTarget], window: Int, into jobs: inout [PushJob]) -> Answers {
         lock.withLock {
             for target in chunk {
                 let sequence = windows[window].append(target.entry)
@@ -341,14 +379,18 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
                 }
             }
             noteSending(jobs.count)
-            let checkpoint = windows[window].takeCheckpoint()
-            return (checkpoint, takeAnswersLocked(besides: window, including: []))
+            return takeAnswersLocked(including: [window])
         }
     }
 
     /// The windows' final checkpoints (each the whole set), read together.
-    func finalCheckpoints(of windows: [Int]) -> [ScanWindow.Checkpoint] {
-        lock.withLock { windows.map { self.windows[$0].takeCheckpoint(final: true) } }
+    func finalCheckpoints(of windows: [Int]) -> [Int: ScanWindow.Checkpoint] {
+        lock.withLock { Dictionary(uniqueKeysWithValues: windows.map { ($0, self.windows[$0].takeCheckpoint(final: true)) }) }
+    }
+
+    /// Whether `window` has room for `entries` more targets now (no wait).
+    func hasRoom(in window: Int, entries: Int) -> Bool {
+        lock.withLock { windows[window].hasRoom(for: entries) }
     }
 
     // MARK: The end

@@ -22,8 +22,28 @@ struct StartPlan {
     var window = 0
     var startSlot = 0
     var fallbackSlot = 0
-    /// The slot of its Android starts (FCM messages; tracked by the same window).
+    /// The slot of its Android starts (FCM messages).
     var androidSlot = 0
+    /// Where the pass's FCM targets resume when they are scanned apart (`androidWindow`): the
+    /// record's Android part, or — from a record without one, which covered every kind in one
+    /// order — the same position as the others.
+    var androidResume = Resume()
+    /// The window of its FCM targets, scanned apart from the others so that Android phones do not
+    /// wait for every iOS start (nil: the app has no Android side; its FCM tokens are counted
+    /// skipped in the one scan).
+    var androidWindow: Int?
+
+    /// Where one scan of a pass resumes: the position up to which every target has its outcome,
+    /// and what was handed out after it before the restart (see the fields above).
+    struct Resume {
+        var resumeFrom: [UInt8] = []
+        var oldSubmitted: [UInt8] = []
+        var oldAnswered: Set<UInt64> = []
+        var oldOffWire: Set<UInt64> = []
+    }
+
+    /// The pass's resume point for its non-FCM targets (or every target, without an Android window).
+    var resume: Resume { Resume(resumeFrom: resumeFrom, oldSubmitted: oldSubmitted, oldAnswered: oldAnswered, oldOffWire: oldOffWire) }
 }
 
 extension StartPlan {
@@ -39,10 +59,15 @@ extension StartPlan {
             if let progress, let scanLevel = progress.scanLevel {
                 // An unfinished pass (a crash, or an earlier serial still fanning out): finish it
                 // first, with this serial's content. Its pending starts are taken over, never dropped.
-                plans.append(StartPlan(group: group, floor: floor, level: scanLevel, resumeFrom: progress.completed,
-                                       oldSubmitted: progress.submitted, oldAnswered: Set(progress.answered),
-                                       oldOffWire: Set(progress.offWire).subtracting(progress.answered),
-                                       firstSegment: progress.answerLog.map { $0.segment + 1 } ?? 0))
+                var plan = StartPlan(group: group, floor: floor, level: scanLevel, resumeFrom: progress.completed,
+                                     oldSubmitted: progress.submitted, oldAnswered: Set(progress.answered),
+                                     oldOffWire: Set(progress.offWire).subtracting(progress.answered),
+                                     firstSegment: progress.answerLog.map { $0.segment + 1 } ?? 0)
+                plan.androidResume = progress.android.map {
+                    Resume(resumeFrom: $0.completed, oldSubmitted: $0.submitted, oldAnswered: Set($0.answered),
+                           oldOffWire: Set($0.offWire).subtracting($0.answered))
+                } ?? plan.resume
+                plans.append(plan)
                 floor = max(floor ?? 0, scanLevel)
             }
             if floor.map({ group.level > $0 }) ?? true {

@@ -50,6 +50,8 @@ final class StartScanner {
     /// most the gate's batch.
     static let scanBatch = 4096
     static let chunk = 2048
+    /// Targets in the APNs scan's first turn when an FCM scan takes turns with it.
+    static let firstTurn = 16
     /// Answers after which a wait for room checkpoints (besides every second).
     static let checkpointAnswers = 1000
 
@@ -74,6 +76,8 @@ final class StartScanner {
     }
 
     private var pending: [ChunkTarget] = []
+    /// The batch each scan reads into (reused).
+    var batch = TargetBatch()
     private var sentAny = false
     /// How many of `pending` are sent (the others are handled without a push).
     private var pendingSends = 0
@@ -82,123 +86,79 @@ final class StartScanner {
     /// pass's checkpoints drop them from the earlier run's off-wire list (on the wire now).
     private(set) var resentOffWire: Set<UInt64> = []
     /// Those of them in the chunk not yet handed out (a checkpoint before then keeps them off the wire).
-    private var pendingOffWire: [UInt64] = []
+    var pendingOffWire: [UInt64] = []
 
     /// Windows whose plan has started: only those have progress to record (a plan that never ran
     /// keeps the record it had, e.g. an earlier run's unfinished window).
     private(set) var startedWindows: Set<Int> = []
 
+    /// One scan of a pass: its non-FCM targets (every target, without an Android window), or its
+    /// FCM targets, with the window and gate they count in and where the scan resumes.
+    struct Part {
+        let window: Int
+        let scan: TopicScan
+        let resume: StartPlan.Resume
+        let gate: HandOutGate
+        /// Still inside the window the earlier run had handed out (its answers decide).
+        var inOldWindow: Bool
+        var done = false
+    }
+
+    /// Runs one pass. With an Android window its FCM targets are a scan of their own, taken in
+    /// turn with the others whenever the FCM pool's gate and window have room for a batch (and
+    /// without waiting once the others are done): Android phones get their start with the first
+    /// iOS phones instead of after the last, and an FCM message held by Google's quota never
+    /// holds up an iOS start.
     func run(_ plan: StartPlan) throws(FanoutError) {
         startedWindows.insert(plan.window)
         var counts = ScanCounts()
         defer { sink.add(counts) }
         let groupPushes = pushes[plan.group.index]
-        let scan = store.scanTopic(app: event.app.text, environment: event.environment, topic: plan.group.topic, level: plan.level,
-                                   after: TopicWatermark(bytes: plan.resumeFrom), batch: Self.scanBatch)
-        var batch = TargetBatch()
-        var inOldWindow = !plan.oldSubmitted.isEmpty
-        pending.reserveCapacity(Self.chunk)
-        while true {
-            checkShouldStop()
-            if stopped != nil { return }
-            let more: Bool
-            do { more = try scan.next(into: &batch) } catch { throw FanoutError(.store, error.description) }
-            guard more else { break }
-            // Android's own stop (its breaker, its halted pool) ends its starts, not the event's.
-            let androidStopped = android == nil || sink.androidStopped != nil
-            for index in 0..<batch.count {
-                if stopped != nil { return }
-                let minLevel = batch.minLevels[index]
-                if let floor = plan.floor, minLevel <= floor { continue }
-                let kind = batch.kinds[index]
-                let broadcast = batch.broadcast[index]
-                let tokenSlice = batch.token(at: index)
-                guard let (token, hash) = tokenSlice.withUnsafeBytes({ raw in
-                    DeviceToken(raw).map { ($0, TokenTally.hash(kind: kind.rawValue, token: raw)) }
-                }) else { continue }
-                if let shard = event.shard, !shard.contains(hash) { continue }  // another shard's phone
-                var entry = ScanWindow.Entry(token: token, minLevel: minLevel, kindByte: kind.rawValue | (broadcast ? 0x80 : 0), hash: hash)
-                let group: PushGroup?
-                let slot: Int
-                if kind == .pushToStart {
-                    group = broadcast ? groupPushes.startBroadcastCapable : groupPushes.startPlain
-                    slot = plan.startSlot
-                } else if kind == .fcm {
-                    // An Android phone: its Live Update start through FCM. Without a lane (no
-                    // `android` member for the app) or once Android stopped, counted, not sent.
-                    guard !androidStopped, let start = groupPushes.androidStart else {
-                        if !tally.isHandled(hash) { tally.markHandled(hash); counts.androidSkipped += 1 }
-                        continue
-                    }
-                    group = start
-                    slot = plan.androidSlot
-                } else {
-                    // Alerts go only to installations without a push-to-start token: the others
-                    // get (or got) the Live Activity itself.
-                    guard let fallback = groupPushes.fallback, try !hasPushToStartToken(device: tokenSlice) else { continue }
-                    group = fallback
-                    slot = plan.fallbackSlot
-                }
-                if inOldWindow {
-                    if ScanWindow.precedesOrEquals(ScanWindow.position(of: entry), plan.oldSubmitted) {
-                        if plan.oldAnswered.contains(hash) {
-                            counts.answeredBeforeRestart += 1
-                            entry.answered = true
-                        } else if plan.oldOffWire.contains(hash) {
-                            // Answered "not processed" and waiting for its back-off resend when
-                            // the earlier run died: on no connection, so sending it now cannot
-                            // put a second start on the phone. Kept as off the wire in this run's
-                            // checkpoints until this send is on record (`resentOffWire`).
-                            counts.resentAfterBackOff += 1
-                            pendingOffWire.append(hash)
-                        } else if event.onUnknown == .report {
-                            // In flight when the earlier run died: it may have arrived. A second
-                            // start would put a second activity on the phone.
-                            counts.unknown += 1
-                            entry.answered = true
-                        } else {
-                            // `resend`: sent again, maybe a second start on the phone; the report says so.
-                            counts.resentAfterUnknown += 1
-                        }
-                        tally.markHandled(hash)
-                        try add(ChunkTarget(entry: entry, group: entry.answered ? nil : group, slot: slot), window: plan.window)
-                        continue
-                    }
-                    inOldWindow = false
-                }
-                if tally.isHandled(hash) {
-                    counts.duplicatesAvoided += 1
-                    entry.answered = true
-                    try add(ChunkTarget(entry: entry, group: nil, slot: slot), window: plan.window)
-                    continue
-                }
-                tally.markHandled(hash)
-                // The start budget counts Android starts too: a Live Update is as loud as an activity.
-                if kind != .device, let limit = startLimit, tally.recentStarts(hash) >= limit {
-                    counts.skippedByBudget += 1
-                    entry.answered = true
-                    try add(ChunkTarget(entry: entry, group: nil, slot: slot), window: plan.window)
-                    continue
-                }
-                if MonotonicInstant.now() >= deadline {
-                    // Past the event's deadline nothing more is sent; what was not is expired.
-                    counts.expired += 1
-                    continue
-                }
-                try add(ChunkTarget(entry: entry, group: group, slot: slot), window: plan.window)
-            }
+        func scan(kind: TokenKind?, excluding: TokenKind?, from resume: StartPlan.Resume, batch: Int) -> TopicScan {
+            store.scanTopic(app: event.app.text, environment: event.environment, topic: plan.group.topic, level: plan.level, kind: kind,
+                            excluding: excluding, after: TopicWatermark(bytes: resume.resumeFrom), batch: batch)
         }
-        try flush(window: plan.window)
+        // With an FCM scan beside it, the other reads a gate's batch at a time, so the two take
+        // turns at the pace the APNs gate hands out (a 4,096-target batch can hold a small pool
+        // for a second).
+        let mainBatch = plan.androidWindow == nil ? Self.scanBatch : gate.batch
+        var main = Part(window: plan.window, scan: scan(kind: nil, excluding: plan.androidWindow == nil ? nil : .fcm, from: plan.resume, batch: mainBatch),
+                        resume: plan.resume, gate: gate, inOldWindow: !plan.oldSubmitted.isEmpty)
+        var fcm: Part?
+        if let window = plan.androidWindow, let androidGate = android?.handOut {
+            fcm = Part(window: window, scan: scan(kind: .fcm, excluding: nil, from: plan.androidResume, batch: androidGate.batch),
+                       resume: plan.androidResume, gate: androidGate, inOldWindow: !plan.androidResume.oldSubmitted.isEmpty)
+        }
+        // The first turn is short: the first FCM batch then goes out right after the event's
+        // first few APNs starts, not after a whole gate's batch of them.
+        if fcm != nil { main.scan.batchSize = Self.firstTurn }
+        pending.reserveCapacity(Self.chunk)
+        while stopped == nil {
+            if !main.done {
+                try step(&main, plan: plan, groupPushes: groupPushes, counts: &counts)
+                main.scan.batchSize = mainBatch
+            }
+            if var part = fcm, !part.done, main.done || hasRoom(part) {
+                try step(&part, plan: plan, groupPushes: groupPushes, counts: &counts)
+                fcm = part
+            }
+            if main.done && fcm?.done ?? true { break }
+        }
     }
 
-    private func add(_ target: ChunkTarget, window: Int) throws(FanoutError) {
+    /// Whether an FCM batch fits now without waiting: in the FCM pool's gate and in its window.
+    private func hasRoom(_ part: Part) -> Bool {
+        part.gate.limit - part.gate.count >= part.gate.batch && sink.hasRoom(in: part.window, entries: part.gate.batch)
+    }
+
+    func add(_ target: ChunkTarget, part: Part) throws(FanoutError) {
         pending.append(target)
         if target.group != nil { pendingSends += 1 }
         // A chunk sends at most the gate's batch: `flush` takes the gate's room for all of its
         // sends at once. The very first push goes out at once: an earthquake warning's first
         // phone should not wait for a chunk to fill.
-        if pending.count >= Self.chunk || pendingSends >= gate.batch || (!sentAny && target.group != nil) {
-            try flush(window: window)
+        if pending.count >= Self.chunk || pendingSends >= part.gate.batch || (!sentAny && target.group != nil) {
+            try flush(window: part.window, gate: part.gate)
         }
     }
 
@@ -209,7 +169,7 @@ final class StartScanner {
     /// `checkpointAnswers`), each checkpoint giving their room in the gate back: what the pool's
     /// runs have handed out and not recorded as answered never exceeds the gate, so neither do the
     /// unknowns after a kill.
-    func flush(window: Int) throws(FanoutError) {
+    func flush(window: Int, gate: HandOutGate) throws(FanoutError) {
         guard !pending.isEmpty else { return }
         let sends = pendingSends
         var admitted = sends == 0
@@ -232,21 +192,18 @@ final class StartScanner {
         // Told to stop: this chunk is neither recorded nor sent — whoever resumes the event sends
         // it (a cluster's next lease holder), so no phone is lost or doubled.
         var jobs: [PushJob] = []
-        var progress: StartProgress?
-        var others = FanoutSink.Answers()
+        var handed = FanoutSink.Answers()
         if !cancelled, admitted {
             jobs.reserveCapacity(sends)
-            let handed = sink.handOut(pending, window: window, into: &jobs)
+            handed = sink.handOut(pending, window: window, into: &jobs)
             resentOffWire.formUnion(pendingOffWire)
-            progress = self.progress(of: window, handed.checkpoint)
-            others = handed.others
         }
         if admitted, jobs.count < sends { gate.release(sends - jobs.count) }
         pending.removeAll(keepingCapacity: true)
         pendingOffWire.removeAll(keepingCapacity: true)
         pendingSends = 0
-        try write(others)
-        try write(progress)
+        // The chunk's own window (and every window with new answers) recorded before it goes out.
+        try write(handed)
         if !jobs.isEmpty {
             sentAny = true
             send(jobs)
@@ -264,11 +221,11 @@ final class StartScanner {
     }
 
     private func write(_ answers: FanoutSink.Answers) throws(FanoutError) {
-        for (window, checkpoint) in answers.checkpoints { try write(progress(of: window, checkpoint)) }
-        gate.release(answers.released)
+        for progress in progress(answers.checkpoints) { try write(progress) }
+        sink.release(answers)
     }
 
-    private func checkShouldStop() {
+    func checkShouldStop() {
         guard !cancelled, let reason = checkpoints.stopReason() else { return }
         cancelled = true
         stopped = reason
@@ -281,17 +238,6 @@ final class StartScanner {
         if let reason = try checkpoints.beforeChunk(progress, journaled: !cancelled) {
             cancelled = true
             stopped = reason
-        }
-    }
-
-    /// Whether the installation holding this device token also has a push-to-start token.
-    private func hasPushToStartToken(device token: ArraySlice<UInt8>) throws(FanoutError) -> Bool {
-        do {
-            guard let owner = try store.tokenOwner(app: event.app.text, environment: event.environment, kind: .device, token: Array(token)),
-                  let installation = try store.installation(id: owner.installationID) else { return false }
-            return installation.pushToStartToken != nil
-        } catch {
-            throw FanoutError(.store, error.description)
         }
     }
 }

@@ -64,18 +64,28 @@ extension TokenTally {
                 }
             }
         }
-        guard let level = progress.scanLevel, !progress.submitted.isEmpty else { return }
-        let scan = store.scanTopic(app: progress.app, environment: progress.environment, topic: progress.topic, level: level)
-        while try next(scan, into: &batch) {
-            for index in 0..<batch.count {
-                let minLevel = batch.minLevels[index]
-                if let done = progress.doneLevel, minLevel <= done { continue }
-                let kind = batch.kinds[index]
-                let tokenSlice = batch.token(at: index)
-                guard let token = DeviceToken(bytes: tokenSlice) else { continue }
-                let entry = ScanWindow.Entry(token: token, minLevel: minLevel, kindByte: kind.rawValue | (batch.broadcast[index] ? 0x80 : 0))
-                guard ScanWindow.precedesOrEquals(ScanWindow.position(of: entry), progress.submitted) else { return }
-                tokenSlice.withUnsafeBytes { body(TokenTally.hash(kind: kind.rawValue, token: $0), kind) }
+        guard let level = progress.scanLevel else { return }
+        // A record with an Android part scanned its FCM tokens apart: each scan up to its own end.
+        var scans: [(submitted: [UInt8], kind: TokenKind?, excluding: TokenKind?)] = []
+        if let android = progress.android {
+            scans = [(progress.submitted, nil, .fcm), (android.submitted, .fcm, nil)]
+        } else {
+            scans = [(progress.submitted, nil, nil)]
+        }
+        scans: for (submitted, kind, excluding) in scans where !submitted.isEmpty {
+            let scan = store.scanTopic(app: progress.app, environment: progress.environment, topic: progress.topic, level: level,
+                                       kind: kind, excluding: excluding)
+            while try next(scan, into: &batch) {
+                for index in 0..<batch.count {
+                    let minLevel = batch.minLevels[index]
+                    if let done = progress.doneLevel, minLevel <= done { continue }
+                    let kind = batch.kinds[index]
+                    let tokenSlice = batch.token(at: index)
+                    guard let token = DeviceToken(bytes: tokenSlice) else { continue }
+                    let entry = ScanWindow.Entry(token: token, minLevel: minLevel, kindByte: kind.rawValue | (batch.broadcast[index] ? 0x80 : 0))
+                    guard ScanWindow.precedesOrEquals(ScanWindow.position(of: entry), submitted) else { continue scans }
+                    tokenSlice.withUnsafeBytes { body(TokenTally.hash(kind: kind.rawValue, token: $0), kind) }
+                }
             }
         }
     }

@@ -113,9 +113,33 @@ public struct StartProgress: Sendable, Equatable {
     /// How `answered` is written and was read: segments (see `AnswerLog`); nil: the whole set in
     /// this record. Not part of the record's own bytes.
     public var answerLog: AnswerLog?
+    /// The scan's Android (FCM) targets, when they were scanned apart from the others (an app
+    /// with an Android side: its FCM tokens sort after every APNs token, and scanned in one order
+    /// they would wait for all of them). Then the fields above cover only the other kinds, and
+    /// this the FCM tokens; nil: the fields above cover every kind (an iOS-only app, or a record
+    /// from before). Written after `offWire`, so a sokuho from before refuses such a record as
+    /// "trailing bytes" instead of misreading it.
+    public var android: ProviderProgress?
+
+    /// How far one provider's targets of a scan went: `StartProgress`'s fields, for that provider.
+    public struct ProviderProgress: Sendable, Equatable {
+        public var completed: [UInt8]
+        public var submitted: [UInt8]
+        /// Always the whole set (no answer log).
+        public var answered: [UInt64]
+        public var offWire: [UInt64]
+
+        public init(completed: [UInt8] = [], submitted: [UInt8] = [], answered: [UInt64] = [], offWire: [UInt64] = []) {
+            self.completed = completed
+            self.submitted = submitted
+            self.answered = answered
+            self.offWire = offWire
+        }
+    }
 
     public init(eventKey: String, topic: String, app: String, environment: Environment, doneLevel: UInt8? = nil, scanLevel: UInt8? = nil, completed: [UInt8] = [],
-                submitted: [UInt8] = [], answered: [UInt64] = [], offWire: [UInt64] = [], updatedAt: UInt64, answerLog: AnswerLog? = nil) {
+                submitted: [UInt8] = [], answered: [UInt64] = [], offWire: [UInt64] = [], updatedAt: UInt64, answerLog: AnswerLog? = nil,
+                android: ProviderProgress? = nil) {
         self.eventKey = eventKey
         self.topic = topic
         self.app = app
@@ -128,6 +152,7 @@ public struct StartProgress: Sendable, Equatable {
         self.offWire = offWire
         self.updatedAt = updatedAt
         self.answerLog = answerLog
+        self.android = android
     }
 
     var key: [UInt8] { EventRecordKey.topic(eventKey: eventKey, topic: topic) }
@@ -147,9 +172,17 @@ public struct StartProgress: Sendable, Equatable {
         writer.length(answered.count)
         for hash in answered { writer.uint64(hash) }
         writer.uint64(updatedAt)
-        if !offWire.isEmpty {
+        if !offWire.isEmpty || android != nil {
             writer.length(offWire.count)
             for hash in offWire { writer.uint64(hash) }
+        }
+        if let android {
+            writer.data(android.completed)
+            writer.data(android.submitted)
+            writer.length(android.answered.count)
+            for hash in android.answered { writer.uint64(hash) }
+            writer.length(android.offWire.count)
+            for hash in android.offWire { writer.uint64(hash) }
         }
         return writer.bytes
     }
@@ -181,6 +214,14 @@ public struct StartProgress: Sendable, Equatable {
             for _ in 0..<count { offWire.append(try reader.uint64()) }
         }
         self.offWire = offWire
+        if !reader.isAtEnd {
+            var part = ProviderProgress(completed: try reader.data(), submitted: try reader.data())
+            for _ in 0..<(try reader.length()) { part.answered.append(try reader.uint64()) }
+            for _ in 0..<(try reader.length()) { part.offWire.append(try reader.uint64()) }
+            android = part
+        } else {
+            android = nil
+        }
         guard reader.isAtEnd else { throw StoreError.corrupt(path: "", detail: "start progress of event '\(eventKey)' has trailing bytes") }
     }
 }

@@ -204,9 +204,10 @@ extension TokenStore {
     }
 
     public func scanTopic(app: String, environment: Environment, topic: String, level: UInt8,
-                          kind: TokenKind? = nil, after watermark: TopicWatermark? = nil, batch: Int = 4096) -> TopicScan {
+                          kind: TokenKind? = nil, excluding excluded: TokenKind? = nil, after watermark: TopicWatermark? = nil,
+                          batch: Int = 4096) -> TopicScan {
         TopicScan(store: self, prefix: StoreKeys.topicPrefix(app: app, environment: environment, topic: topic),
-                  level: level, kind: kind, watermark: watermark, batchSize: batch)
+                  level: level, kind: kind, excluding: excluded, watermark: watermark, batchSize: batch)
     }
 }
 

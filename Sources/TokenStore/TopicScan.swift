@@ -97,15 +97,20 @@ public final class TopicScan {
     private let prefix: [UInt8]
     private let level: UInt8
     private let kind: TokenKind?
-    private let batchSize: Int
+    /// A kind left out (an event's APNs scan leaves the FCM tokens to a scan of their own).
+    private let excluded: TokenKind?
+    /// Targets per `next` (at least 1); a caller may change it between batches.
+    public var batchSize: Int { didSet { batchSize = max(1, batchSize) } }
     private var watermark: TopicWatermark?
     private var finished = false
 
-    init(store: TokenStore, prefix: [UInt8], level: UInt8, kind: TokenKind?, watermark: TopicWatermark?, batchSize: Int) {
+    init(store: TokenStore, prefix: [UInt8], level: UInt8, kind: TokenKind?, excluding excluded: TokenKind? = nil, watermark: TopicWatermark?,
+         batchSize: Int) {
         self.store = store
         self.prefix = prefix
         self.level = level
         self.kind = kind
+        self.excluded = excluded
         self.watermark = watermark
         self.batchSize = max(1, batchSize)
     }
@@ -173,6 +178,7 @@ public final class TopicScan {
                     }
                     last = (UInt8(tokenLength), entry)
                     if let kind, kind != entryKind { continue }
+                    if let excluded, excluded == entryKind { continue }
                     batch.append(UnsafeRawBufferPointer(rebasing: entry[2...]), kind: entryKind, minLevel: entry[0], broadcast: broadcast)
                     if batch.count == batchSize { return (mark(), false) }
                 }

@@ -38,6 +38,33 @@ import Testing
         #expect(report["runs"]?.int64Value == 2)
     }
 
+    /// Issue 23: an app with an Android side scans its FCM tokens apart from the APNs ones, each
+    /// with its own position in the checkpoint. Killed while both are under way (Android phones no
+    /// longer wait for every iOS start), the rerun resumes each from its own position: no phone of
+    /// either platform gets a second start, and one that got none was in flight at the kill.
+    @Test func aMixedStoreKilledMidEventResumesEachPlatformFromItsOwnPositionNoPhoneTwice() throws {
+        // FCM: 1 connection × 250 streams + a batch of 62 handed out unanswered at most.
+        let pool = Self.pool + ["--fcm-connections", "1"]
+        let fcmWindow = 250 + 62
+        let killed = try KilledFanout(event: startEvent(groups: [("region:0", 3, "one")], channel: "null"), killAt: 3_000, phoneCount: 6_000,
+                                      androidCount: 4_000, pool: pool)
+        // Both platforms were under way at the kill: the Android phones did not wait for the iOS ones.
+        let atKill = (ios: killed.starts().perPhone.count, android: killed.androidStarts().perPhone.count)
+        #expect(atKill.android > 0 && atKill.ios < 6_000, "at the kill: \(atKill)")
+        let run = killed.scenario.fanout(killed.eventPath, killed.scenario.android + pool)
+        let report = try JSONParser.parse(run.out)
+        let unknown = Int(report["unknown"]?.int64Value ?? -1)
+        #expect(run.code == (unknown > 0 ? .refused : .success), "\(run)")
+        let ios = killed.starts(), android = killed.androidStarts()
+        print("resume (mixed), kill at \(killed.acceptedAtKill) accepted (iOS \(atKill.ios), Android \(atKill.android)): rerun sent "
+            + "\(killed.acceptedSinceKill()), unknown \(unknown), never started iOS \(ios.never) Android \(android.never), twice \(ios.twice + android.twice)")
+        #expect(ios.twice == 0 && android.twice == 0, "\(ios.twice) iOS and \(android.twice) Android phones got two starts")
+        #expect(ios.never + android.never <= unknown, "\(ios.never + android.never) phones never got a start, but only \(unknown) were reported unknown")
+        #expect(unknown <= Self.inFlightWindow + fcmWindow, "unknown \(unknown)")
+        #expect(report["delivered"]?.int64Value == Int64(killed.acceptedSinceKill()))
+        #expect(report["runs"]?.int64Value == 2)
+    }
+
     @Test func withOnUnknownResendEveryPhoneGetsAStartAndTheDuplicatesAreCounted() throws {
         let event = startEvent(groups: [("region:0", 3, "one")], extra: #","onUnknown":"resend""#)
         let killed = try KilledFanout(event: event, killAt: 4_000)
@@ -133,7 +160,13 @@ final class KilledFanout {
     private(set) var acceptedAtKill = 0
 
     /// `pause`: how long the run goes on after `killAt` accepted pushes before the kill.
-    init(event: String, killAt: Int, phoneCount: Int = FanoutResumeTests.phoneCount, latency: Duration = .milliseconds(20),
+    /// Android phones (FCM tokens) registered beside the iOS ones, in the same region.
+    let androidPhones: [String]
+
+    /// `pause`: how long the run goes on after `killAt` accepted pushes before the kill.
+    /// `androidCount`: Android phones beside the iOS ones; the run then has the simulator's FCM
+    /// side (`scenario.android`) too, and `pool` should hold its FCM options.
+    init(event: String, killAt: Int, phoneCount: Int = FanoutResumeTests.phoneCount, androidCount: Int = 0, latency: Duration = .milliseconds(20),
          pool: [String] = FanoutResumeTests.pool, pause: Duration = .zero,
          simulator configure: @escaping (inout SimulatorConfiguration) -> Void = { _ in }) throws {
         scenario = try FanoutScenario {
@@ -141,12 +174,16 @@ final class KilledFanout {
             configure(&$0)
         }
         phones = (0..<phoneCount).map { FanoutScenario.token($0) }
+        androidPhones = (0..<androidCount).map { FanoutScenario.fcmToken($0) }
         try scenario.register(phones.enumerated().map { n, token in
             FanoutScenario.Phone(id: "install-\(n)", token: token, topics: [("region:0", 0)], broadcast: n % 2 == 0)
+        } + androidPhones.enumerated().map { n, token in
+            FanoutScenario.Phone(id: "android-\(n)", token: token, kind: .fcm, topics: [("region:0", 0)])
         })
         eventPath = scenario.event("event.json", event)
         try #require(access(SimulatorProcessTests.binary, X_OK) == 0, "build the binary first: swift build")
-        let child = ChildProcess(SimulatorProcessTests.binary, ["fanout", eventPath, "--json"] + scenario.connection + pool)
+        let android = androidCount > 0 ? scenario.android : []
+        let child = ChildProcess(SimulatorProcessTests.binary, ["fanout", eventPath, "--json"] + scenario.connection + android + pool)
         let lines = LineCounter(path: scenario.log)
         let giveUp = MonotonicInstant.now() + .seconds(30)
         while lines.count() < killAt && MonotonicInstant.now() < giveUp { usleep(2_000) }
@@ -168,6 +205,12 @@ final class KilledFanout {
     func starts() -> (perPhone: [String: Int], never: Int, twice: Int) {
         let perPhone = scenario.devicePushes().mapValues { pushes in pushes.filter { $0.body["aps"]?["event"]?.stringValue == "start" }.count }
         return (perPhone, phones.filter { (perPhone[$0] ?? 0) == 0 }.count, perPhone.values.filter { $0 > 1 }.count)
+    }
+
+    /// The same for the Android phones: FCM start messages per registration token.
+    func androidStarts() -> (perPhone: [String: Int], never: Int, twice: Int) {
+        let perPhone = scenario.fcmMessages().mapValues { messages in messages.filter { $0["data"]?["kind"]?.stringValue == "start" }.count }
+        return (perPhone, androidPhones.filter { (perPhone[$0] ?? 0) == 0 }.count, perPhone.values.filter { $0 > 1 }.count)
     }
 }
 

@@ -29,6 +29,24 @@ import Testing
         #expect(read == Self.progress(offWire: []))
     }
 
+    @Test func anAndroidPartSurvivesTheRoundTripWithOrWithoutOffWireHashes() throws {
+        for offWire: [UInt64] in [[], [5]] {
+            var written = Self.progress(offWire: offWire)
+            written.android = StartProgress.ProviderProgress(completed: [152, 0, 3] + Array(repeating: 65, count: 152),
+                                                             submitted: [160, 0, 3] + Array(repeating: 66, count: 160),
+                                                             answered: [11, 12], offWire: [13])
+            let bytes = written.recordBytes
+            let read = try StartProgress(eventKey: "eew-1", topic: "region:301", recordBytes: bytes)
+            #expect(read == written)
+            // After everything a record without it has, so a reader from before refuses it (trailing bytes).
+            let plain = Self.progress(offWire: offWire).recordBytes
+            #expect(bytes.starts(with: plain.isEmpty ? [] : Array(plain.prefix(plain.count - (offWire.isEmpty ? 0 : 9)))))
+            // An empty part is a part: its scan had not handed anything out yet, which is not "as the others".
+            written.android = StartProgress.ProviderProgress()
+            #expect(try StartProgress(eventKey: "eew-1", topic: "region:301", recordBytes: written.recordBytes).android == StartProgress.ProviderProgress())
+        }
+    }
+
     @Test func aTruncatedOffWireListIsRefusedNotReadAsFewer() {
         var bytes = Self.progress(offWire: [5, 6]).recordBytes
         bytes.removeLast(3)
