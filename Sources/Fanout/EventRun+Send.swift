@@ -57,9 +57,12 @@ extension EventRun {
             windows.append(ScanWindow(topic: plan.group.topic, capacity: max(16_384, 4 * gate.limit), completed: plan.resumeFrom,
                                       firstSegment: plan.firstSegment))
             if let androidGate {
-                // Its answers are written whole in each record (no answer log: the log is the APNs scan's).
+                // Its answers are written whole in each record (no answer log: the log is the APNs
+                // scan's). The gate plus two batches, without APNs' floor: an entry holds a token of
+                // up to 255 bytes inline, and this is each pass's second window (a full one holds up
+                // only the FCM scan, which waits then for the message holding it).
                 plan.androidWindow = windows.count
-                windows.append(ScanWindow(topic: plan.group.topic, capacity: max(16_384, 4 * androidGate.limit),
+                windows.append(ScanWindow(topic: plan.group.topic, capacity: androidGate.limit + 2 * androidGate.batch,
                                           completed: plan.androidResume.resumeFrom, firstSegment: nil))
             }
             plan.startSlot = slots.count
