@@ -73,7 +73,12 @@ extension EventRun {
             slots.append(PushSlot(purpose: .start, group: plan.group.index, window: plan.androidWindow ?? plan.window, kind: .fcm))
             numbered.append(plan)
         }
-        let twins = Dictionary(uniqueKeysWithValues: numbered.compactMap { plan in plan.androidWindow.map { [(plan.window, $0), ($0, plan.window)] } }.joined().map { ($0.0, $0.1) })
+        var twins: [Int: Int] = [:]
+        for plan in numbered {
+            guard let android = plan.androidWindow else { continue }
+            twins[plan.window] = android
+            twins[android] = plan.window
+        }
         let updateSlots = event.groups.map { group -> Int in
             slots.append(PushSlot(purpose: .update, group: group.index, window: nil, kind: .pushToStart))
             return slots.count - 1

@@ -333,11 +333,12 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
 
     private func takeAnswersLocked(including: [Int]) -> Answers {
         var answers = Answers()
-        var taken = Set<Int>()
         for index in windows.indices where windows[index].answersSinceCheckpoint > 0 || including.contains(index) {
+            guard !answers.checkpoints.contains(where: { $0.window == index }) else { continue }  // taken as a twin
+            answers.checkpoints.append((index, windows[index].takeCheckpoint()))
             // A twin's checkpoint goes with it: the two are one record.
-            for window in [index] + (twins[index].map { [$0] } ?? []) where taken.insert(window).inserted {
-                answers.checkpoints.append((window, windows[window].takeCheckpoint()))
+            if let twin = twins[index], !answers.checkpoints.contains(where: { $0.window == twin }) {
+                answers.checkpoints.append((twin, windows[twin].takeCheckpoint()))
             }
         }
         answers.released = unreleased
