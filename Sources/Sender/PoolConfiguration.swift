@@ -67,15 +67,16 @@ extension PoolConfiguration {
     /// An FCM pool as an event's Android lane uses it, sized for FCM rather than for APNs: one
     /// loop thread (a project's default quota is 10,000 messages a second, half of what one loop
     /// sends), 250 streams per connection (FCM advertises about 100; more is never granted), and
-    /// a 2,048-job queue (what the fan-out hands out at a time). The rings a loop preallocates
-    /// scale with these, so the second pool costs about 2.5 MB instead of APNs' 24 MB: an event
+    /// a 1,024-job queue (the fan-out hands Android starts out a gate's batch at a time, at most
+    /// 250 at the default 4 connections; updates wait for room). The rings a loop preallocates
+    /// scale with these, so the second pool costs about 1 MB instead of APNs' 24 MB: an event
     /// with Android phones stays near an APNs-only event's memory (README, "Android").
     public static func fcm(host: String, port: Int, tls: TLSConfiguration, tokens: FCMAccessTokenSource) -> PoolConfiguration {
         var pool = PoolConfiguration(host: host, port: port, tls: tls)
         pool.provider = .fcm(tokens)
         pool.threads = 1
         pool.streamsPerConnection = 250
-        pool.queueCapacity = 2048
+        pool.queueCapacity = 1024
         return pool
     }
 }
