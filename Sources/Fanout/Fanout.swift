@@ -6,7 +6,9 @@
 // - `EventRun`: one run in phases, a method and file each: admit → plan starts → channels → send →
 //   settle → record; `Fanout.run` builds and drives it.
 // - `StartScanner`: the start passes — the store scanned 4,096 targets at a time, pushes handed out
-//   in chunks whose checkpoint is written first.
+//   in chunks whose checkpoint is written first; with an Android side, a pass's FCM tokens are a
+//   second scan taking turns with the first, in a window and gate of their own
+//   (`StartScan+Decide.swift`: the per-target decision).
 // - `FanoutSink`: the run's books behind one private lock, taken per chunk, never per push:
 //   outcomes, scan windows, the circuit breaker, prunes.
 // - `CheckpointJournal`: where start checkpoints go besides the store, and the stop signal (a
