@@ -9,3 +9,5 @@
 //   Android needs no second type), with every length bound written beside it: APNs' 1...100, the
 //   store's 8...100, the simulator's 32-byte minimum, FCM's 1...255. APNs adds its hex parser and
 //   `:path`.
+// - `Lock`: the one lock around shared state (`Synchronization.Mutex`, made visible to
+//   ThreadSanitizer in Toolchain/tsan's build).
