@@ -54,7 +54,7 @@ extension EventRun {
         var numbered: [StartPlan] = []
         for var plan in plans {
             plan.window = windows.count
-            windows.append(ScanWindow(topic: plan.group.topic, capacity: max(16_384, 4 * gate.limit), completed: plan.resumeFrom,
+            windows.append(ScanWindow(topic: plan.group.topic, capacity: max(16_384, 4 * gate.limit), completed: plan.resume.resumeFrom,
                                       firstSegment: plan.firstSegment))
             if let androidGate {
                 // Its answers are written whole in each record (no answer log: the log is the APNs

@@ -7,13 +7,8 @@ struct StartPlan {
     /// Targets with a minimum level at or below this were handled by an earlier pass (nil: none).
     let floor: UInt8?
     let level: UInt8
-    /// Where a resumed pass starts (everything up to here has its outcome), and the end of what
-    /// was handed out before the restart, with the answered hashes in between and those that
-    /// waited off the wire for a back-off resend (sent again without doubt).
-    let resumeFrom: [UInt8]
-    let oldSubmitted: [UInt8]
-    let oldAnswered: Set<UInt64>
-    var oldOffWire: Set<UInt64> = []
+    /// Where the pass's scan resumes: its non-FCM targets, or every target without an Android window.
+    var resume = Resume()
     /// Where this pass's answer log numbers on from: past the segments an earlier run left
     /// (`AnswerLog`); nil when another pass of this run shares the topic (both would write the
     /// same record's segments): its checkpoints then carry the whole set.
@@ -33,17 +28,16 @@ struct StartPlan {
     /// skipped in the one scan).
     var androidWindow: Int?
 
-    /// Where one scan of a pass resumes: the position up to which every target has its outcome,
-    /// and what was handed out after it before the restart (see the fields above).
+    /// Where one scan of a pass resumes (everything up to `resumeFrom` has its outcome), and the
+    /// end of what was handed out before the restart, with the answered hashes in between and
+    /// those that waited off the wire for a back-off resend (sent again without doubt). Empty for
+    /// a new pass.
     struct Resume {
         var resumeFrom: [UInt8] = []
         var oldSubmitted: [UInt8] = []
         var oldAnswered: Set<UInt64> = []
         var oldOffWire: Set<UInt64> = []
     }
-
-    /// The pass's resume point for its non-FCM targets (or every target, without an Android window).
-    var resume: Resume { Resume(resumeFrom: resumeFrom, oldSubmitted: oldSubmitted, oldAnswered: oldAnswered, oldOffWire: oldOffWire) }
 }
 
 extension StartPlan {
@@ -59,9 +53,10 @@ extension StartPlan {
             if let progress, let scanLevel = progress.scanLevel {
                 // An unfinished pass (a crash, or an earlier serial still fanning out): finish it
                 // first, with this serial's content. Its pending starts are taken over, never dropped.
-                var plan = StartPlan(group: group, floor: floor, level: scanLevel, resumeFrom: progress.completed,
-                                     oldSubmitted: progress.submitted, oldAnswered: Set(progress.answered),
-                                     oldOffWire: Set(progress.offWire).subtracting(progress.answered),
+                var plan = StartPlan(group: group, floor: floor, level: scanLevel,
+                                     resume: Resume(resumeFrom: progress.completed, oldSubmitted: progress.submitted,
+                                                    oldAnswered: Set(progress.answered),
+                                                    oldOffWire: Set(progress.offWire).subtracting(progress.answered)),
                                      firstSegment: progress.answerLog.map { $0.segment + 1 } ?? 0)
                 plan.androidResume = progress.android.map {
                     Resume(resumeFrom: $0.completed, oldSubmitted: $0.submitted, oldAnswered: Set($0.answered),
@@ -71,7 +66,7 @@ extension StartPlan {
                 floor = max(floor ?? 0, scanLevel)
             }
             if floor.map({ group.level > $0 }) ?? true {
-                plans.append(StartPlan(group: group, floor: floor, level: group.level, resumeFrom: [], oldSubmitted: [], oldAnswered: []))
+                plans.append(StartPlan(group: group, floor: floor, level: group.level))
             }
         }
         for index in plans.indices where plans.filter({ $0.group.topic == plans[index].group.topic }).count > 1 {

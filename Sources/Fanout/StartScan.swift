@@ -123,7 +123,7 @@ final class StartScanner {
         // for a second).
         let mainBatch = plan.androidWindow == nil ? Self.scanBatch : gate.batch
         var main = Part(window: plan.window, scan: scan(kind: nil, excluding: plan.androidWindow == nil ? nil : .fcm, from: plan.resume, batch: mainBatch),
-                        resume: plan.resume, gate: gate, inOldWindow: !plan.oldSubmitted.isEmpty)
+                        resume: plan.resume, gate: gate, inOldWindow: !plan.resume.oldSubmitted.isEmpty)
         var fcm: Part?
         if let window = plan.androidWindow, let androidGate = android?.handOut {
             fcm = Part(window: window, scan: scan(kind: .fcm, excluding: nil, from: plan.androidResume, batch: androidGate.batch),
