@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CLibEvent
+import CSystem
 import IO
 import Synchronization
 import Vocabulary
@@ -11,11 +12,19 @@ import Vocabulary
 /// listening socket stays readable, and the loop spins at full CPU on it without answering anyone.
 /// Instead (the reserve-descriptor technique of many servers): one descriptor is kept open on
 /// /dev/null; on EMFILE it is closed, the waiting connection accepted and answered 503 with
-/// `Retry-After` — the client learns to come back, and nothing waits for a timeout — closed, and
-/// the reserve reopened. When even that fails, the listener pauses for `pause` and tries again.
+/// `Retry-After` — the client learns to come back, and nothing waits for a timeout — and its
+/// descriptor turned back into the reserve in one step (`dup3` from a second, kept /dev/null
+/// descriptor). When even that fails, the listener pauses for `pause` and tries again.
 /// Confined to the server's loop thread; `refused` is readable anywhere.
 final class AcceptGuard {
     private var reserve: Int32 = -1
+    /// Never closed while the guard watches: the source `dup3` copies into a refused connection's
+    /// slot, which closes the connection and makes the slot the reserve again in one step. Closing
+    /// the connection and reopening /dev/null left a moment in which another thread's open() took
+    /// the freed slot (the credential check's channel connection, opening late on a loaded
+    /// machine): the reserve was lost, the listener paused, and connections waited in the backlog
+    /// instead of getting their 503.
+    private var keeper: Int32 = -1
     private var base: OpaquePointer?
     private var listeners: [OpaquePointer] = []
     private var pauseEvent: OpaquePointer?
@@ -26,6 +35,7 @@ final class AcceptGuard {
     init() {
         refused = Atomic(0)
         reserve = Self.openReserve()
+        keeper = Self.openReserve()
     }
 
     /// Watches `listener` (an evconnlistener of `base`); call on the creating thread before the loop runs.
@@ -70,7 +80,9 @@ final class AcceptGuard {
         pauseEvent = nil
         listeners = []
         if reserve >= 0 { Glibc.close(reserve) }
+        if keeper >= 0 { Glibc.close(keeper) }
         reserve = -1
+        keeper = -1
     }
 
     /// libevent's error callback: accept() failed with `code`.
@@ -80,15 +92,20 @@ final class AcceptGuard {
         if reserve >= 0 {
             Glibc.close(reserve)
             reserve = -1
-            var answered = false
             if let connection = try? Socket.accept(evconnlistener_get_fd(listener)) {
-                refuse(connection.rawValue)
+                let slot = connection.release()
+                refuse(slot)
                 refused.add(1, ordering: .relaxed)
-                answered = true
-            }  // closed here
-            reserve = Self.openReserve()
-            // Answered one and got the reserve back: the next waiting connection is handled the same way.
-            if answered && reserve >= 0 { return }
+                // Closes the connection and puts the reserve in its slot, with no moment between.
+                if keeper >= 0 && sokuho_dup3(keeper, slot, O_CLOEXEC) == slot {
+                    reserve = slot
+                } else {
+                    Glibc.close(slot)
+                    reserve = Self.openReserve()
+                }
+                // Answered one and got the reserve back: the next waiting connection is handled the same way.
+                if reserve >= 0 { return }
+            }
         }
         pauseAccepting()
     }

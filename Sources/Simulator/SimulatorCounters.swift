@@ -14,6 +14,9 @@ public struct SimulatorCounters: Sendable, Equatable {
     public var connectionsDropped = 0
     /// Connections silenced by `stallAfter`.
     public var connectionsStalled = 0
+    /// Answers the slow fault held back (each sent `slowDelay` late, or never if the connection
+    /// closed first): a fault run's pushes that may rightly end unknown or expired.
+    public var answersHeldBack = 0
     /// Accepted pushes per token (only with `trackTokens`).
     public var acceptedPerToken: [String: Int] = [:]
     /// FCM messages answered 200 (dry runs with `validate_only` not counted), counted when the

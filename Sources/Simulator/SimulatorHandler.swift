@@ -290,6 +290,7 @@ final class SimulatorHandler: HTTP2RequestHandler, @unchecked Sendable {
 
     private func respond(_ connection: ServerConnection, _ request: ServerRequest, _ response: ServerResponse) {
         let slow = configuration.slowFraction > 0 && nextRandom() < configuration.slowFraction
+        if slow { shared.counters.withLock { $0.answersHeldBack += 1 } }
         connection.respond(streamID: request.streamID, response, delay: slow ? configuration.slowDelay : configuration.latency)
     }
 

@@ -118,6 +118,16 @@ struct FaultPlan: CustomStringConvertible {
 /// the counters of every incarnation.
 final class FaultyServer: @unchecked Sendable {
     // @unchecked: `current`, `statsFiles` and `cpuSeconds` are guarded by `lock`.
+    /// What every incarnation of the server saw, summed.
+    struct Counts {
+        /// Pushes answered 200, and how many distinct tokens those were (fewer: a phone pushed twice).
+        var accepted = 0
+        var distinct = 0
+        /// Answers the slow fault held back (`SimulatorCounters.answersHeldBack`).
+        var heldBack = 0
+        var cpuSeconds: Double
+    }
+
     private let lock = Lock<Void>(())
     private var current: ChildSimulator
     private var statsFiles: [String] = []
@@ -188,19 +198,20 @@ final class FaultyServer: @unchecked Sendable {
         }
     }
 
-    /// Stops the server and sums every incarnation's counters: (accepted, distinct tokens, CPU seconds).
-    func finish() -> (accepted: Int, distinct: Int, cpuSeconds: Double) {
+    /// Stops the server and sums every incarnation's counters.
+    func finish() -> FaultyServer.Counts {
         thread?.join()
         stopCurrent()
         return lock.withLock { _ in
-            var accepted = 0, distinct = 0
+            var counts = Counts(cpuSeconds: cpuSeconds)
             for path in statsFiles {
                 guard let bytes = try? InputFile.read(path, option: "--stats"), let json = try? JSONParser.parse(bytes) else { continue }
-                accepted += Int(json["accepted"]?.int64Value ?? 0)
-                distinct += Int(json["distinctTokens"]?.int64Value ?? 0)
+                counts.accepted += Int(json["accepted"]?.int64Value ?? 0)
+                counts.distinct += Int(json["distinctTokens"]?.int64Value ?? 0)
+                counts.heldBack += Int(json["answersHeldBack"]?.int64Value ?? 0)
             }
             DemoCommand.removeTree(statsDirectory)
-            return (accepted, distinct, cpuSeconds)
+            return counts
         }
     }
 }

@@ -5,7 +5,7 @@ import Sender
 /// run's verdict, and the --svg chart.
 extension BenchCommand {
     /// A fault run's verdict: the invariants of `FaultPlan`, printed, and the exit status.
-    static func judge(_ result: Result, plan: FaultPlan, server: (accepted: Int, distinct: Int, cpuSeconds: Double), deadline: Double,
+    static func judge(_ result: Result, plan: FaultPlan, server: FaultyServer.Counts, deadline: Double,
                       invocation: Invocation) -> ExitCode {
         let counters = result.counters
         let delivered = result.delivered
@@ -18,7 +18,7 @@ extension BenchCommand {
             ("no phone pushed twice (\(server.accepted - server.distinct) duplicates)", server.accepted == server.distinct),
             ("ended by the deadline (\(fixed(result.seconds, 2)) s of \(fixed(deadline, 1)) s)", result.seconds <= deadline + 5),
         ]
-        report(result, invocation: invocation, faults: (plan.description, server.accepted, checks))
+        report(result, invocation: invocation, faults: (plan.description, server, checks))
         return checks.allSatisfy(\.1) ? .success : .refused
     }
 
@@ -30,7 +30,7 @@ extension BenchCommand {
         return DeliveryChart(title: title, subtitle: subtitle, seriesLabel: "answered", overTime: result.overTime, latency: result.latencies)
     }
 
-    static func report(_ result: Result, invocation: Invocation, faults: (spec: String, accepted: Int, checks: [(String, Bool)])? = nil) {
+    static func report(_ result: Result, invocation: Invocation, faults: (spec: String, server: FaultyServer.Counts, checks: [(String, Bool)])? = nil) {
         let rate = result.pushesPerSecond
         let cpuPer100k = result.cpuSeconds * 100_000 / Double(result.pushes)
         if invocation.flag("--json") {
@@ -54,7 +54,9 @@ extension BenchCommand {
             }
             if let faults {
                 writer.key("faults"); writer.string(faults.spec)
-                writer.key("simulatorAccepted"); writer.int(faults.accepted)
+                writer.key("simulatorAccepted"); writer.int(faults.server.accepted)
+                // The answers the slow fault held back: the pushes that may rightly end held.
+                writer.key("simulatorHeldBack"); writer.int(faults.server.heldBack)
                 writer.key("invariantsHeld"); writer.bool(faults.checks.allSatisfy(\.1))
                 writer.key("checks"); writer.beginArray()
                 for (text, held) in faults.checks {

@@ -190,6 +190,7 @@ enum SimulatorCommand {
         writer.key("goAwaysSent"); writer.int(counters.goAwaysSent)
         writer.key("connectionsDropped"); writer.int(counters.connectionsDropped)
         writer.key("connectionsStalled"); writer.int(counters.connectionsStalled)
+        writer.key("answersHeldBack"); writer.int(counters.answersHeldBack)
         writer.key("fcmAccepted"); writer.int(counters.fcmAccepted)
         writer.key("fcmDistinctTokens"); writer.int(counters.fcmAcceptedPerToken.count)
         writer.key("fcmRejected"); writer.beginObject()

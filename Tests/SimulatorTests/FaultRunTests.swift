@@ -16,9 +16,11 @@ import Testing
         func outcome(_ name: String) -> Int { Int(report["outcomes"]?[name]?.int64Value ?? -1) }
     }
 
-    func bench(_ faults: String, pushes: Int = 5_000, deadline: Int = 5, connections: Int = 2) throws -> Run {
+    /// `threads`: the sender's loop threads (default: one per core, at most the connections).
+    func bench(_ faults: String, pushes: Int = 5_000, deadline: Int = 5, connections: Int = 2, threads: Int? = nil) throws -> Run {
         let run = ChildProcess.run(SimulatorProcessTests.binary, ["bench", "--pushes", String(pushes), "--connections", String(connections), "--streams", "100",
-                                                                  "--deadline", String(deadline), "--faults", faults, "--json"])
+                                                                  "--deadline", String(deadline), "--faults", faults, "--json"]
+                                                                 + (threads.map { ["--threads", String($0)] } ?? []))
         let line = run.out.split(separator: "\n").last.map(String.init) ?? ""
         let report = try JSONParser.parse(Array(line.utf8))
         let text = "--faults \(faults): exit \(run.status)\n\(run.out)\(run.err)"
@@ -68,15 +70,30 @@ import Testing
         #expect(run.outcome("delivered") + run.outcome("deliveredAfterRetry") == 5_000, "\(run.text)")
     }
 
-    /// Answers slower than the deadline and a connection gone silent: those pushes end expired or
-    /// unknown, at most one connection's streams (100), the rest are delivered, and the run still
-    /// ends by its deadline. The deadline leaves room for finding the silence (PING after 2 s of
-    /// it, retired 2 s later): until then the pushes queued on that connection's loop wait.
-    @Test(arguments: ["slow=0.002:11000,latency=9", "stall=1500"])
-    func aFaultThatHoldsAnswersBackCostsOnlyTheHeldPushes(_ faults: String) throws {
-        let run = try bench(faults, deadline: 10)
+    /// Answers slower than the deadline: exactly the pushes whose answers the simulator held back
+    /// end expired or unknown, every other push is delivered, and the run still ends by its
+    /// deadline (the slow answers are due a second after it). The deadline is not what is
+    /// measured: on a loaded machine the rest are delivered within a few seconds of ten.
+    /// Two connections on each of two loops: APNs allows a new connection one stream until a push
+    /// is accepted, so a held answer to a connection's very first push rightly holds that
+    /// connection; its loop's other connection carries the loop's queue. (With one connection per
+    /// loop, that 0.2 % chance per connection held half the run: 2,504 pushes ended expired.)
+    @Test func answersSlowerThanTheDeadlineCostExactlyThePushesTheyHold() throws {
+        let run = try bench("slow=0.002:11000,latency=9", deadline: 10, connections: 4, threads: 2)
         let held = run.outcome("expired") + run.outcome("unknown")
-        #expect(held <= 100, "\(run.text)")
+        let heldBack = Int(run.report["simulatorHeldBack"]?.int64Value ?? -1)
+        #expect(heldBack > 0 && held == heldBack, "pushes held \(held), answers the simulator held back \(heldBack)\n\(run.text)")
+        #expect(run.outcome("delivered") + run.outcome("deliveredAfterRetry") + held == 5_000, "\(run.text)")
+    }
+
+    /// A connection gone silent: its pushes in flight end unknown, at most one connection's
+    /// streams (100); the pushes queued on its loop wait for the silence to be found (PING after
+    /// 2 s of it, retired 2 s later) and go on a new connection, so none expires, whatever the
+    /// load: the deadline leaves room for the whole wait and is not what is measured.
+    @Test func aConnectionGoneSilentCostsOnlyThePushesInFlightOnIt() throws {
+        let run = try bench("stall=1500", deadline: 30)
+        let held = run.outcome("expired") + run.outcome("unknown")
+        #expect(run.outcome("expired") == 0 && held <= 100, "\(run.text)")
         #expect(run.outcome("delivered") + run.outcome("deliveredAfterRetry") + held == 5_000, "\(run.text)")
     }
 
