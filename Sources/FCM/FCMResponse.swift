@@ -24,7 +24,7 @@ public struct FCMResponse: Sendable, Equatable {
             error = FCMErrorBody(json: body)
         }
         self.retryAfter = retryAfter.flatMap(Self.retryAfterSeconds)
-        action = FCMResponseAction(status: status, errorCode: error.errorCode, statusName: error.status, fieldViolations: error.fieldViolations)
+        action = FCMResponseAction(status: status, errorCode: error.errorCode, statusName: error.status, fieldViolations: error.fieldViolations, message: error.message)
     }
 
     /// The field to name when the action is `fixRequest`: the first field violation's.

@@ -5,7 +5,8 @@ public enum FCMResponseAction: String, Sendable, CaseIterable {
     case delivered
     /// 404 `UNREGISTERED`: the token is dead (app uninstalled, 270 days inactive). Prune it.
     case removeToken
-    /// 403 `SENDER_ID_MISMATCH`, or 400 `INVALID_ARGUMENT` on `message.token`: prune, but count it
+    /// 403 `SENDER_ID_MISMATCH`, or 400 `INVALID_ARGUMENT` on the token (`fieldViolations` naming
+    /// `message.token`, or none and Google's invalid-token message): prune, but count it
     /// toward the circuit breaker first. Many of these at once mean the sender is wrong (another
     /// project's credentials, tokens mangled on import), not the phones — as APNs' BadDeviceToken.
     case removeTokenBehindBreaker
@@ -26,10 +27,13 @@ public enum FCMResponseAction: String, Sendable, CaseIterable {
     /// decides when there is one (a 401 `THIRD_PARTY_AUTH_ERROR` is not a token to refresh), then
     /// the status name, then the HTTP status class: 401 refresh, 403 and 404 halt (a 404 that is
     /// not UNREGISTERED is a missing project or a wrong path — every message would get it), 429
-    /// pause, 5xx retry, any other fix the request.
-    public init(status: Int, errorCode: String?, statusName: String?, fieldViolations: [FCMFieldViolation]) {
+    /// pause, 5xx retry, any other fix the request. `message` is the error's own text: Google's
+    /// documented answer for a bad token is an `INVALID_ARGUMENT` with no `fieldViolations` and
+    /// `invalidTokenMessage` (FCM.md, "Errors"); left a request bug, such tokens stayed forever.
+    public init(status: Int, errorCode: String?, statusName: String?, fieldViolations: [FCMFieldViolation], message: String? = nil) {
         if (200..<300).contains(status) { self = .delivered; return }
         let namesToken = fieldViolations.contains { $0.field == "message.token" }
+            || (fieldViolations.isEmpty && message?.hasPrefix(Self.invalidTokenMessage) == true)
         switch errorCode {
         case "UNREGISTERED": self = .removeToken; return
         case "SENDER_ID_MISMATCH": self = .removeTokenBehindBreaker; return
@@ -56,6 +60,9 @@ public enum FCMResponseAction: String, Sendable, CaseIterable {
         default: self = .fixRequest
         }
     }
+
+    /// The message of Google's `INVALID_ARGUMENT` for a token that is not one (the error-codes page's own example).
+    public static let invalidTokenMessage = "The registration token is not a valid FCM registration token"
 
     /// Whether the answer's `Retry-After` sets the wait (else the sender's own back-off does).
     public var honoursRetryAfter: Bool { self == .pauseProject || self == .retry }

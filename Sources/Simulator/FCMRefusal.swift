@@ -24,7 +24,10 @@ struct FCMRefusal: Error, Equatable {
         FCMRefusal(status: 400, body: FCMErrorBody(code: 400, message: "Invalid JSON payload received. \(detail)", status: "INVALID_ARGUMENT"))
     }
 
-    static let invalidToken = invalidArgument("message.token", "The registration token is not a valid FCM registration token")
+    /// A token that is not one, as Google's error-codes page shows it: no `fieldViolations`, only
+    /// the message (a sender that waits for `message.token` to be named never prunes it).
+    static let invalidToken = FCMRefusal(status: 400, body: FCMErrorBody(code: 400, message: FCMResponseAction.invalidTokenMessage,
+                                                                          status: "INVALID_ARGUMENT", errorCode: "INVALID_ARGUMENT"))
 
     static let unregistered = FCMRefusal(status: 404, body: FCMErrorBody(code: 404, message: "Requested entity was not found.",
                                                                           status: "NOT_FOUND", errorCode: "UNREGISTERED"))

@@ -8,11 +8,13 @@ import Testing
         let statusName: String?
         let errorCode: String?
         let field: String?
+        /// The error's message ("m" when the row does not say).
+        let message: String
         let action: FCMResponseAction
-        init(_ status: Int, _ statusName: String?, _ errorCode: String?, field: String? = nil, _ action: FCMResponseAction) {
-            self.status = status; self.statusName = statusName; self.errorCode = errorCode; self.field = field; self.action = action
+        init(_ status: Int, _ statusName: String?, _ errorCode: String?, field: String? = nil, message: String = "m", _ action: FCMResponseAction) {
+            self.status = status; self.statusName = statusName; self.errorCode = errorCode; self.field = field; self.message = message; self.action = action
         }
-        var testDescription: String { "\(status) \(statusName ?? "-") \(errorCode ?? "-") \(field ?? "") → \(action)" }
+        var testDescription: String { "\(status) \(statusName ?? "-") \(errorCode ?? "-") \(field ?? "") \(message == "m" ? "" : "'\(message)' ")→ \(action)" }
     }
 
     static let rules: [Row] = [
@@ -24,6 +26,10 @@ import Testing
         Row(400, "INVALID_ARGUMENT", nil, field: "message.token", .removeTokenBehindBreaker),
         Row(400, "INVALID_ARGUMENT", "INVALID_ARGUMENT", field: "message.android.ttl", .fixRequest),
         Row(400, "INVALID_ARGUMENT", "INVALID_ARGUMENT", .fixRequest),
+        // Google's documented answer for a bad token names no field, only says so.
+        Row(400, "INVALID_ARGUMENT", "INVALID_ARGUMENT", message: FCMResponseAction.invalidTokenMessage, .removeTokenBehindBreaker),
+        Row(400, "INVALID_ARGUMENT", nil, message: FCMResponseAction.invalidTokenMessage + ".", .removeTokenBehindBreaker),
+        Row(400, "INVALID_ARGUMENT", "INVALID_ARGUMENT", field: "message.android.ttl", message: FCMResponseAction.invalidTokenMessage, .fixRequest),
         Row(429, "RESOURCE_EXHAUSTED", "QUOTA_EXCEEDED", .pauseProject),
         Row(429, "RESOURCE_EXHAUSTED", nil, .pauseProject),
         Row(503, "UNAVAILABLE", "UNAVAILABLE", .retry),
@@ -42,10 +48,11 @@ import Testing
     @Test("each answer has its one action", arguments: rules)
     func eachAnswerHasItsAction(_ row: Row) {
         let violations = row.field.map { [FCMFieldViolation(field: $0, description: "d")] } ?? []
-        let body = FCMErrorBody(code: row.status, message: "m", status: row.statusName, errorCode: row.errorCode, fieldViolations: violations)
+        let body = FCMErrorBody(code: row.status, message: row.message, status: row.statusName, errorCode: row.errorCode, fieldViolations: violations)
         let response = FCMResponse(status: row.status, retryAfter: nil, body: row.status == 200 ? Array(#"{"name":"projects/p/messages/0:1"}"#.utf8) : body.json)
         #expect(response.action == row.action)
-        #expect(FCMResponseAction(status: row.status, errorCode: row.errorCode, statusName: row.statusName, fieldViolations: violations) == row.action)
+        #expect(FCMResponseAction(status: row.status, errorCode: row.errorCode, statusName: row.statusName, fieldViolations: violations,
+                                  message: row.message) == row.action)
     }
 
     @Test func everyActionIsReachedByTheTable() {
