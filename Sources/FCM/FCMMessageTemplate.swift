@@ -11,6 +11,12 @@ import Vocabulary
 /// unescaped: FCM registration tokens are `[A-Za-z0-9_:-]` (`DeviceToken.isFCMRegistrationToken`,
 /// checked when a token is registered), which JSON never escapes.
 ///
+/// A TTL of whole seconds is written where the message is, not when the template is: a sender
+/// passes what is left of its deadline to `write(token:ttlSeconds:to:)` and those digits replace
+/// the template's (never more: a message held by the quota limiter for 40 s of a 120 s deadline
+/// says `"ttl":"80s"`, so Google does not keep it past the deadline). The size check counts the
+/// template's TTL, the widest any message of it can carry.
+///
 /// Checked once, here: data keys (not empty, not repeated, not reserved — `FCMDataKey`), the TTL
 /// (`FCMDuration`), the collapse key, and the size with room for the longest token
 /// (`FCMPayloadLimit`), so no body built from a template can be over FCM's limit.
@@ -19,6 +25,11 @@ public struct FCMMessageTemplate: Sendable, Equatable {
     public static let prefix: [UInt8] = Array(#"{"message":{"token":""#.utf8)
     /// Everything after the token.
     public let suffix: [UInt8]
+    /// Where `suffix` holds the TTL's whole seconds and what they say; nil without a TTL, or with
+    /// one that has a fraction (never rewritten).
+    private let ttl: (digits: Range<Int>, seconds: Int64)?
+
+    public static func == (a: FCMMessageTemplate, b: FCMMessageTemplate) -> Bool { a.suffix == b.suffix }
 
     public var prefix: [UInt8] { Self.prefix }
 
@@ -40,7 +51,13 @@ public struct FCMMessageTemplate: Sendable, Equatable {
         }
         writer.key("android"); writer.beginObject()
         writer.key("priority"); writer.string(android.priority.rawValue)
-        if let ttl = android.ttl { writer.key("ttl"); writer.string(try FCMDuration.ttl(ttl, field: "message.android.ttl")) }
+        var ttlAt: (at: Int, text: String)?
+        if let ttl = android.ttl {
+            writer.key("ttl")
+            let text = try FCMDuration.ttl(ttl, field: "message.android.ttl")
+            ttlAt = (writer.bytes.count + 1, text)  // past the opening quote
+            writer.string(text)
+        }
         if let collapseKey = android.collapseKey {
             guard !collapseKey.isEmpty else { throw FCMValidationError(field: "message.android.collapse_key", "is empty; omit it instead") }
             writer.key("collapse_key"); writer.string(collapseKey)
@@ -56,6 +73,13 @@ public struct FCMMessageTemplate: Sendable, Equatable {
         // `{"data":…}` → `","data":…}}`: close the token's string, continue the message object
         // (the fragment's own `}` closes it), then close the body.
         suffix = Array(#"","#.utf8) + writer.bytes.dropFirst() + [UInt8(ascii: "}")]
+        // The suffix is the writer's bytes less their first, after two of its own: one byte on.
+        if let ttlAt, let seconds = Int64(ttlAt.text.dropLast()) {
+            let start = ttlAt.at + 1
+            ttl = (start..<(start + ttlAt.text.count - 1), seconds)
+        } else {
+            ttl = nil
+        }
         try FCMPayloadLimit.check(bodyCount(tokenByteCount: DeviceToken.fcmByteCount.upperBound))
     }
 
@@ -63,21 +87,39 @@ public struct FCMMessageTemplate: Sendable, Equatable {
     public func bodyCount(tokenByteCount: Int) -> Int { Self.prefix.count + tokenByteCount + suffix.count }
 
     /// Writes the body for `token` at the start of `buffer` (at least `bodyCount` bytes) and
-    /// returns its length.
-    public func write(token: DeviceToken, to buffer: UnsafeMutableRawBufferPointer) -> Int {
+    /// returns its length. `ttlSeconds`: what is left of the sender's deadline, in whole seconds;
+    /// written as the TTL when the template has one of whole seconds and this is less.
+    public func write(token: DeviceToken, ttlSeconds: Int64? = nil, to buffer: UnsafeMutableRawBufferPointer) -> Int {
         let count = bodyCount(tokenByteCount: token.count)
         precondition(buffer.count >= count, "the buffer holds \(buffer.count) bytes, the body needs \(count)")
         let base = buffer.baseAddress!
         Self.prefix.withUnsafeBytes { base.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
         token.withBytes { base.advanced(by: Self.prefix.count).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-        suffix.withUnsafeBytes { base.advanced(by: Self.prefix.count + token.count).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-        return count
+        let at = Self.prefix.count + token.count
+        guard let ttl, let left = ttlSeconds, left < ttl.seconds else {
+            suffix.withUnsafeBytes { base.advanced(by: at).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            return count
+        }
+        return suffix.withUnsafeBytes { bytes -> Int in
+            base.advanced(by: at).copyMemory(from: bytes.baseAddress!, byteCount: ttl.digits.lowerBound)
+            // Decimal digits of a non-negative number, most significant first, no allocation.
+            var value = max(0, left), digits = 1
+            while value >= 10 { value /= 10; digits += 1 }
+            value = max(0, left)
+            for index in stride(from: digits - 1, through: 0, by: -1) {
+                base.storeBytes(of: UInt8(ascii: "0") + UInt8(value % 10), toByteOffset: at + ttl.digits.lowerBound + index, as: UInt8.self)
+                value /= 10
+            }
+            let rest = bytes.count - ttl.digits.upperBound
+            base.advanced(by: at + ttl.digits.lowerBound + digits).copyMemory(from: bytes.baseAddress! + ttl.digits.upperBound, byteCount: rest)
+            return at + ttl.digits.lowerBound + digits + rest
+        }
     }
 
     /// The body for `token` as a new array (tests, one-off sends).
-    public func body(token: DeviceToken) -> [UInt8] {
+    public func body(token: DeviceToken, ttlSeconds: Int64? = nil) -> [UInt8] {
         [UInt8](unsafeUninitializedCapacity: bodyCount(tokenByteCount: token.count)) { buffer, initialized in
-            initialized = write(token: token, to: UnsafeMutableRawBufferPointer(buffer))
+            initialized = write(token: token, ttlSeconds: ttlSeconds, to: UnsafeMutableRawBufferPointer(buffer))
         }
     }
 }

@@ -256,7 +256,10 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
             let path = UnsafeRawBufferPointer(start: pathBuffer, count: length)
             let submitted: Int?
             if let template {
-                let body = spliceBody(template, token: job.token)
+                // The TTL is what is left of the deadline as the message is written (checked above:
+                // not passed), not what was left when the group was rendered.
+                let left = job.group.deadline.map { Int64(($0.nanoseconds - now.nanoseconds) / 1_000_000_000) }
+                let body = spliceBody(template, token: job.token, ttlSeconds: left)
                 submitted = connection.submit(method: job.group.method, path: path, headers: job.group.headers, copying: body, deadline: deadline)
             } else {
                 submitted = connection.submit(method: job.group.method, path: path, headers: job.group.headers, body: job.group.body, deadline: deadline)
@@ -286,11 +289,11 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
 
     /// `template` around `token` in the loop's body buffer (valid until the next push's):
     /// every template fits FCM's bound with the longest token, so the buffer never grows.
-    private func spliceBody(_ template: FCMMessageTemplate, token: DeviceToken) -> UnsafeRawBufferPointer {
+    private func spliceBody(_ template: FCMMessageTemplate, token: DeviceToken, ttlSeconds: Int64?) -> UnsafeRawBufferPointer {
         let capacity = FCMPayloadLimit.maximumBytes
         let buffer = bodyBuffer ?? .allocate(byteCount: capacity, alignment: 8)
         bodyBuffer = buffer
-        let count = template.write(token: token, to: UnsafeMutableRawBufferPointer(start: buffer, count: capacity))
+        let count = template.write(token: token, ttlSeconds: ttlSeconds, to: UnsafeMutableRawBufferPointer(start: buffer, count: capacity))
         return UnsafeRawBufferPointer(start: buffer, count: count)
     }
 }

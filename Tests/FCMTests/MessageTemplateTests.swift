@@ -26,6 +26,25 @@ import Vocabulary
         #expect(parsed["message"]?["data"]?["contentState"]?.stringValue == #"{"forecastIntensity":"5-"}"#)
     }
 
+    /// The TTL a message carries is what its sender has left of the deadline as it writes it
+    /// (never more than the template's), the rest of the body byte for byte the template's; a
+    /// TTL with a fraction is never rewritten.
+    @Test(arguments: [(Int64(119), "119s"), (80, "80s"), (9, "9s"), (0, "0s"), (120, "120s"), (500, "120s"), (-3, "0s")])
+    func theTTLIsWhatIsLeftOfTheDeadlineWhenTheMessageIsWritten(left: Int64, written: String) throws {
+        let template = try FCMMessageTemplate(data: try liveUpdate().fields,
+                                              android: FCMAndroidOptions(priority: .high, ttl: .seconds(120), collapseKey: "eew-1"))
+        let whole = String(decoding: template.body(token: token), as: UTF8.self)
+        let body = String(decoding: template.body(token: token, ttlSeconds: left), as: UTF8.self)
+        #expect(body == whole.replacing(#""ttl":"120s""#, with: #""ttl":"\#(written)""#), "\(body)")
+        #expect(try JSONParser.parse(Array(body.utf8))["message"]?["android"]?["ttl"]?.stringValue == written)
+        #expect(template.bodyCount(tokenByteCount: token.count) >= body.utf8.count, "the size checked is the widest")
+
+        let fraction = try FCMMessageTemplate(data: [], android: FCMAndroidOptions(priority: .high, ttl: .milliseconds(2_500)))
+        #expect(fraction.body(token: token, ttlSeconds: left) == fraction.body(token: token))
+        let none = try FCMMessageTemplate(data: [], android: FCMAndroidOptions(priority: .high))
+        #expect(none.body(token: token, ttlSeconds: left) == none.body(token: token))
+    }
+
     @Test func aNotificationIsWrittenOnlyWhenItSaysSomething() throws {
         let android = FCMAndroidOptions(priority: .normal)
         let alert = try FCMMessageTemplate(data: [], android: android, notification: FCMNotification(title: "T", body: "B"))

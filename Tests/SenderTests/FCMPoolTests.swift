@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import APNs
 import Crypto
 import FCM
@@ -162,6 +165,26 @@ struct FCMRun {
         run.expectOneOutcomePerPush(40)
         #expect(run.delivered == 40 && run.simulator.fcmAccepted == 40)
         #expect(elapsed >= .milliseconds(2_900), "\(elapsed): the limit let messages through faster than 10 a second")
+    }
+
+    @Test("a message the limit holds back carries what is left of the deadline when it is written as its ttl, not what was left when its group was made")
+    func theTTLFallsWhileTheLimitHoldsMessages() throws {
+        // 40 messages at 600 a minute: the last goes out at least 2.9 s after the first, on a
+        // 30 s deadline; the group's template says 60 s, more than the deadline has.
+        let log = PoolFaultTests.certificates.directory + "/ttl-\(getpid()).jsonl"
+        defer { unlink(log) }
+        let run = try FCMRun.run(pushes: 40, deadline: 30, configureSimulator: { $0.logPath = log }, configurePool: { $0.messagesPerMinute = 600 })
+        run.expectOneOutcomePerPush(40)
+        #expect(run.delivered == 40)
+        let lines = (SystemFile.read(log) ?? "").split(separator: "\n")
+        let ttls = lines.compactMap { line -> Int? in
+            guard let at = line.firstRange(of: #""ttl":""#) else { return nil }
+            return Int(line[at.upperBound...].prefix { $0 != "s" })
+        }
+        #expect(ttls.count == 40, "every message says its ttl in whole seconds: \(lines.prefix(2))")
+        #expect(ttls.allSatisfy { (0...29).contains($0) }, "never more than is left of the 30 s deadline: \(ttls)")
+        // A loaded machine is slower, never faster: the last written is at least 2 s lower.
+        #expect((ttls.max() ?? 0) - (ttls.min() ?? 0) >= 2, "falling as the limit holds them: \(ttls)")
     }
 
     @Test("a 429 QUOTA_EXCEEDED pauses the whole pool until Retry-After, then every push is delivered")
