@@ -33,7 +33,8 @@ extension LoopSender {
         }
         let retryAfter = isSuccess ? nil : response.retryAfterSeconds.map { Duration.seconds($0) }
         let disposition = configuration.retry.decide(status: response.status, reason: error.reason, attempts: Int(job.attempts) + 1,
-                                                     resends: Int(job.resends), random: nextRandom(), retryAfter: retryAfter)
+                                                     resends: Int(job.resends), random: nextRandom(), retryAfter: retryAfter,
+                                                     untilDeadline: job.group.deadline != nil)
         let ids = configuration.keepsResponseIDs ? (response.header("apns-id"), response.header("apns-unique-id")) : (nil, nil)
         apply(disposition, to: job, on: slot, status: response.status, reason: error.reason, timestamp: error.timestamp, now: now, ids: ids,
               kept: kept)

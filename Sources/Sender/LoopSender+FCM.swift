@@ -39,7 +39,7 @@ extension LoopSender {
         }
         let disposition = configuration.retry.decide(fcm: action, attempts: Int(job.attempts) + 1, resends: Int(job.resends),
                                                      random: nextRandom(), retryAfter: retryAfter,
-                                                     accessTokenRefreshed: job.accessTokenRefreshed)
+                                                     accessTokenRefreshed: job.accessTokenRefreshed, untilDeadline: job.group.deadline != nil)
         if case .haltPool = disposition, let refusal {
             pool.halt(.authOrConnectionFailure, message: Self.haltMessage(refusal, status: status, afterRefresh: job.accessTokenRefreshed))
         }

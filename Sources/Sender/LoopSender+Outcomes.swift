@@ -17,7 +17,7 @@ extension LoopSender {
             pool.halt(outcome, message: "APNs refused the credentials or configuration: \(status) \(reason?.name ?? "")")
             finish(job, outcome, status: status, reason: reason, timestamp: timestamp, now: now, ids: ids, kept: kept, fcm: fcm)
         case let .retry(delay):
-            job.attempts += 1
+            job.attempts = job.attempts == .max ? .max : job.attempts + 1  // retried until a deadline: many
             counters.retries += 1
             wentOffWire(&job)
             requeue(job, after: delay, now: now, status: status, reason: reason, kept: kept)
@@ -34,7 +34,7 @@ extension LoopSender {
         case let .pausePool(delay):
             // The quota is the project's: every loop holds back until it ends (PoolState.pause).
             pool.pause(until: now + delay)
-            job.attempts += 1
+            job.attempts = job.attempts == .max ? .max : job.attempts + 1  // retried until a deadline: many
             counters.retries += 1
             wentOffWire(&job)
             requeue(job, after: delay, now: now, status: status, reason: reason, kept: kept)

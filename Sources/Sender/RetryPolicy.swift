@@ -46,8 +46,11 @@ public struct RetryPolicy: Sendable, Equatable {
 
     /// The disposition of a push that got an HTTP response. `retryAfter`, from the
     /// response's `Retry-After`, replaces the computed back-off when the server gave one.
+    /// `untilDeadline`: the push has a deadline, so the server's own trouble (500, 503) is retried
+    /// until it rather than for `maximumAttempts` (`requeue` ends it `expired` there); a 429
+    /// `TooManyRequests` is about the phone, not the server, and keeps its bounded attempts.
     public func decide(status: Int, reason: Reason?, attempts: Int, resends: Int, random: Double,
-                       retryAfter: Duration? = nil) -> Disposition {
+                       retryAfter: Duration? = nil, untilDeadline: Bool = false) -> Disposition {
         switch ResponseAction(status: status, reason: reason) {
         case .delivered:
             return Self.delivered(attempts: attempts, resends: resends)
@@ -58,7 +61,9 @@ public struct RetryPolicy: Sendable, Equatable {
         case .fixCredentials:
             return .haltPool(.authOrConnectionFailure)
         case .retry:
-            return nextAttempt(after: attempts, random: random, retryAfter: retryAfter).map { .retry(delay: $0) } ?? .finish(.failedAfterRetry)
+            let bounded = !untilDeadline || status == 429
+            return nextAttempt(after: attempts, random: random, retryAfter: retryAfter, bounded: bounded).map { .retry(delay: $0) }
+                ?? .finish(.failedAfterRetry)
         case .retryOnNewConnection, .newConnection:
             guard resends < maximumResends, attempts < maximumAttempts + maximumResends else { return .finish(.failedAfterRetry) }
             return .resendOnNewConnection(delay: retryAfter ?? backoff(attempt: 1, random: random))
@@ -71,10 +76,12 @@ public struct RetryPolicy: Sendable, Equatable {
     }
 
     /// The wait before the attempt after `attempts` (the server's `retryAfter` when it gave one),
-    /// or nil when the attempts ran out.
-    func nextAttempt(after attempts: Int, random: Double, retryAfter: Duration?) -> Duration? {
-        guard attempts < maximumAttempts else { return nil }
-        return retryAfter ?? backoff(attempt: attempts, random: random)
+    /// or nil when the attempts ran out (never when not `bounded`: the push's deadline ends it).
+    func nextAttempt(after attempts: Int, random: Double, retryAfter: Duration?, bounded: Bool = true) -> Duration? {
+        guard !bounded || attempts < maximumAttempts else { return nil }
+        let delay = retryAfter ?? backoff(attempt: attempts, random: random)
+        // Unbounded, a server that keeps answering Retry-After: 0 must not turn it into a busy loop.
+        return bounded ? delay : max(delay, baseDelay / 2)
     }
 
     /// The disposition of a push whose stream ended without a response.

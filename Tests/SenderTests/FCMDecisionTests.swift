@@ -26,6 +26,21 @@ import Testing
         }
     }
 
+    @Test("with a deadline, quota pauses and Google's own trouble are retried until it, never a busy loop; without one, for the attempt limit")
+    func withADeadlineRetriesLastUntilIt() {
+        let policy = RetryPolicy()
+        for action in [FCMResponseAction.retry, .pauseProject] {
+            for attempts in [policy.maximumAttempts, 40, Int(UInt16.max)] {
+                let decided = policy.decide(fcm: action, attempts: attempts, resends: 0, random: 0, retryAfter: .zero,
+                                            accessTokenRefreshed: false, untilDeadline: true)
+                let delay: Duration? = switch decided { case let .retry(delay), let .pausePool(delay): delay; default: nil }
+                #expect(delay.map { $0 >= policy.baseDelay / 2 } == true, "\(action) after \(attempts): \(decided)")
+            }
+        }
+        #expect(policy.decide(fcm: .pauseProject, attempts: 9, resends: 0, random: 0, retryAfter: .seconds(30), accessTokenRefreshed: false,
+                              untilDeadline: true) == .pausePool(delay: .seconds(30)))
+    }
+
     @Test("retries and pauses stop at the attempt limit, and a delivery after any is counted as after a retry")
     func attemptsAreBounded() {
         let policy = RetryPolicy()

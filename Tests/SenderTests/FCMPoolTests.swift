@@ -187,6 +187,18 @@ struct FCMRun {
         #expect((ttls.max() ?? 0) - (ttls.min() ?? 0) >= 2, "falling as the limit holds them: \(ttls)")
     }
 
+    @Test("quota 429s are waited out until the deadline, not for a fixed number of attempts: with 60% of answers a 429, every message is delivered")
+    func quotaAnswersAreWaitedOutUntilTheDeadline() throws {
+        // At 60%, five attempts fail 0.6^5 ≈ 8% of messages (one of 60 in nearly every run); each
+        // round waits the 1 s Retry-After, and a message needing 55 of them is a 1-in-10^12 chance.
+        let run = try FCMRun.run(pushes: 60, deadline: 60) { configuration in
+            configuration.fcmFaults = [("QUOTA_EXCEEDED", 0.6)]
+        }
+        run.expectOneOutcomePerPush(60)
+        #expect(run.delivered == 60 && run.counters[.failedAfterRetry] == 0, "\(run.counters.outcomes)")
+        #expect(run.counters.retries >= 60, "the quota answered \(run.counters.retries) times")
+    }
+
     @Test("a 429 QUOTA_EXCEEDED pauses the whole pool until Retry-After, then every push is delivered")
     func aQuotaAnswerPausesThePool() throws {
         let run = try FCMRun.run(pushes: 600) { configuration in

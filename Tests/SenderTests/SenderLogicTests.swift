@@ -36,6 +36,18 @@ import Vocabulary
         #expect(policy.decide(status: status, reason: Reason(reason), attempts: policy.maximumAttempts, resends: 0, random: 0) == .finish(.failedAfterRetry))
     }
 
+    /// With a deadline the server's own trouble is waited out until it; a phone's rate (429) is not.
+    @Test(arguments: [(500, "InternalServerError", true), (503, "ServiceUnavailable", true), (429, "TooManyRequests", false)])
+    func withADeadlineTheServersTroubleIsRetriedUntilIt(status: Int, reason: String, untilDeadline: Bool) {
+        let decided = policy.decide(status: status, reason: Reason(reason), attempts: policy.maximumAttempts, resends: 0, random: 0,
+                                    retryAfter: .zero, untilDeadline: true)
+        if untilDeadline {
+            #expect(decided == .retry(delay: policy.baseDelay / 2), "\(decided): never a busy loop on Retry-After: 0")
+        } else {
+            #expect(decided == .finish(.failedAfterRetry))
+        }
+    }
+
     @Test func backoffDoublesWithJitterAndIsCapped() {
         for attempt in 1...12 {
             let ceiling = min(policy.maximumDelay, policy.baseDelay * (1 << (attempt - 1)))
