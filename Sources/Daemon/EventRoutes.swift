@@ -28,21 +28,27 @@ extension Router {
             writer.key("report"); writer.raw(report.json)
             writer.endObject()
             return .json(writer.bytes)
-        case let .accepted(entry):
-            return Self.accepted(id: entry.id, state: entry.state.rawValue, cluster: false)
-        case let .acceptedByCluster(id):
-            return Self.accepted(id: id, state: "queued", cluster: true)
+        case let .accepted(entry, warnings):
+            return Self.accepted(id: entry.id, state: entry.state.rawValue, cluster: false, warnings: warnings)
+        case let .acceptedByCluster(id, warnings):
+            return Self.accepted(id: id, state: "queued", cluster: true, warnings: warnings)
         }
     }
 
-    /// 202 with the event's URL; `cluster`: its shards are queued for the cluster's nodes.
-    static func accepted(id: String, state: String, cluster: Bool) -> HTTPResponse {
+    /// 202 with the event's URL; `cluster`: its shards are queued for the cluster's nodes;
+    /// `warnings` (only when there are any): what one provider cannot carry while the others send.
+    static func accepted(id: String, state: String, cluster: Bool, warnings: [String] = []) -> HTTPResponse {
         var writer = JSONWriter()
         writer.beginObject()
         writer.key("id"); writer.string(id)
         writer.key("url"); writer.string(eventURL(id))
         writer.key("state"); writer.string(state)
         if cluster { writer.key("cluster"); writer.bool(true) }
+        if !warnings.isEmpty {
+            writer.key("warnings"); writer.beginArray()
+            for warning in warnings { writer.string(warning) }
+            writer.endArray()
+        }
         writer.endObject()
         var response = HTTPResponse.json(status: 202, writer.bytes)
         response.headers.append(("Location", eventURL(id)))

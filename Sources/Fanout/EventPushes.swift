@@ -20,6 +20,10 @@ struct EventPushes {
     /// an update or end reaches (its kind): nil without an Android lane.
     var androidStart: PushGroup?
     var androidUpdate: PushGroup?
+    /// Why the group's FCM messages could not be made (over FCM's size, say), when they could not:
+    /// then its Android phones are counted, not sent to, and every other phone is sent as usual.
+    /// An earthquake warning must never miss iOS because the Android side could not carry it.
+    var androidRefusal: String?
 
     /// What starts carry when the event itself is an update that widened the area: the start's
     /// attributes and alert (from the event's last start serial).
@@ -91,8 +95,14 @@ struct EventPushes {
             throw FanoutError(.invalidEvent, "groups[\(group.index)] (\(group.topic)): \(error)")
         }
         if let android {
-            try renderAndroid(into: &pushes, event: event, group: group, startContent: startContent, deadline: deadline,
-                              projectID: android.projectID, sink: sink)
+            do {
+                try renderAndroid(into: &pushes, event: event, group: group, startContent: startContent, deadline: deadline,
+                                  projectID: android.projectID, sink: sink)
+            } catch {
+                pushes.androidStart = nil
+                pushes.androidUpdate = nil
+                pushes.androidRefusal = error.message
+            }
         }
         return pushes
     }
@@ -148,16 +158,23 @@ extension Fanout {
     /// broadcasts) without sending any, so an event whose payload APNs would refuse — too large,
     /// say — is refused when it is submitted (the daemon's 400), not after its 202. A widening
     /// update's starts take an earlier serial's content, which is checked when it runs.
-    public static func checkPayloads(_ event: FanoutEvent) throws(FanoutError) {
+    /// With `android`, each group's FCM messages are made too: one FCM cannot carry is no reason
+    /// to refuse the event (its iOS phones must still get it) and comes back as a warning, the
+    /// same line the event's report will hold (`FanoutReport.warnings`).
+    @discardableResult
+    public static func checkPayloads(_ event: FanoutEvent, android: AndroidLane? = nil) throws(FanoutError) -> [String] {
         var content: EventPushes.StartContent?
         if let type = event.attributesType, let attributes = event.attributes, let alert = event.alert {
             content = EventPushes.StartContent(attributesType: type, attributes: attributes, alert: alert)
         }
         let sink = DiscardingSink()
+        var warnings: [String] = []
         for group in event.groups {
-            _ = try EventPushes.render(event: event, group: group, channel: nil, startContent: content, timestamp: event.timestamp ?? 0,
-                                       expiration: .immediately, deadline: nil, sink: sink)
+            let pushes = try EventPushes.render(event: event, group: group, channel: nil, startContent: content, timestamp: event.timestamp ?? 0,
+                                                expiration: .immediately, deadline: nil, sink: sink, android: android)
+            if let refusal = pushes.androidRefusal { warnings.append(refusal) }
         }
+        return warnings
     }
 }
 

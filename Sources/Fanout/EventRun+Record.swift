@@ -20,6 +20,7 @@ extension EventRun {
         let android = report.android
         report.android.targets = android.delivered + android.pruned + android.failed + android.unknown + android.expired
         report.stopped = stopped?.text
+        report.warnings = sending.warnings
         let timing = sending.sink.timing()
         report.firstPushMs = timing.firstPush.map { ($0 - runStart).seconds * 1000 }
         report.firstAnswerMs = timing.firstAnswer.map { ($0 - runStart).seconds * 1000 }

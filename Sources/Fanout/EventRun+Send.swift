@@ -40,7 +40,8 @@ extension EventRun {
             try scanner.run(plan)
         }
         scanner.tally = TokenTally(remembering: false)  // not needed while waiting for the answers: give its memory back
-        return Sending(sink: books.sink, scanner: scanner, pool: pool, samples: samples, scanStarted: scanStarted)
+        return Sending(sink: books.sink, scanner: scanner, pool: pool, samples: samples, scanStarted: scanStarted,
+                       warnings: pushes.compactMap(\.androidRefusal))
     }
 
     /// The sink and what its job ids name: per plan a scan window and a slot for starts, one for

@@ -66,8 +66,11 @@ extension EventRun {
             pool.send(jobs, urgent: options.urgent)
             jobs.removeAll(keepingCapacity: true)
         }
+        // Phones of groups whose message FCM could not carry, counted as skipped unless another group carries them.
+        var passedOver = Set<UInt64>()
         for group in event.groupsByPriority {
-            guard let push = pushes[group.index].androidUpdate else { continue }
+            let push = pushes[group.index].androidUpdate
+            guard push != nil || pushes[group.index].androidRefusal != nil else { continue }
             // A start pass's floor: at or below it the start went out before (this update's), above it this run starts.
             let floors = starts.filter { $0.group.index == group.index }.map { $0.floor.map(Int.init) ?? -1 }
             let level = floors.min() ?? Int(group.level)
@@ -80,6 +83,7 @@ extension EventRun {
                         DeviceToken(raw).map { ($0, TokenTally.hash(kind: TokenKind.fcm.rawValue, token: raw)) }
                     }) else { continue }
                     if let shard = event.shard, !shard.contains(hash) { continue }
+                    guard let push else { passedOver.insert(hash); continue }
                     guard seen.insert(hash).inserted else { continue }
                     jobs.append(PushJob(token: token, group: push, id: PushSlot.jobID(slot: slots[group.index], sequence: 0)))
                     if jobs.count >= StartScanner.chunk { flush() }
@@ -87,5 +91,8 @@ extension EventRun {
             }
         }
         flush()
+        var counts = ScanCounts()
+        counts.androidSkipped = passedOver.subtracting(seen).count
+        if counts.androidSkipped > 0 { sink.add(counts) }
     }
 }

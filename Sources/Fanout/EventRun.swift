@@ -100,6 +100,8 @@ final class EventRun {
         let pool: ConnectionPool
         let samples: RunSamples
         let scanStarted: MonotonicInstant
+        /// What a provider could not carry (`EventPushes.androidRefusal`), for the report.
+        let warnings: [String]
     }
 
     /// How sending ended: why it stopped (nil: it did not), and the event's retries and latencies.

@@ -46,6 +46,9 @@ public struct FanoutReport: Sendable, Equatable {
     public var android = ProviderCounts()
     public var androidSkipped = 0
     public var androidStopped: String?
+    /// What a provider could not carry while the others sent as usual, one line each, e.g. "groups[0]
+    /// (region:1) for Android: message: is 4443 bytes …" (its phones are in `androidSkipped`).
+    public var warnings: [String] = []
 
     /// One provider's share of the report's outcomes.
     public struct ProviderCounts: Sendable, Equatable {
@@ -106,6 +109,7 @@ public struct FanoutReport: Sendable, Equatable {
         sum.android = android.adding(earlier.android)
         sum.androidSkipped += earlier.androidSkipped
         sum.androidStopped = androidStopped ?? earlier.androidStopped
+        sum.warnings = earlier.warnings + warnings.filter { !earlier.warnings.contains($0) }
         return sum
     }
 
@@ -133,6 +137,9 @@ public struct FanoutReport: Sendable, Equatable {
         writer.key("skipped"); writer.int(androidSkipped)
         writer.key("stopped"); if let androidStopped { writer.string(androidStopped) } else { writer.null() }
         writer.endObject()
+        writer.key("warnings"); writer.beginArray()
+        for warning in warnings { writer.string(warning) }
+        writer.endArray()
         writer.endObject()
         return writer.bytes
     }
@@ -174,6 +181,7 @@ public struct FanoutReport: Sendable, Equatable {
             androidSkipped = count("skipped")
             androidStopped = member["stopped"]?.stringValue
         }
+        warnings = value["warnings"]?.arrayValue?.compactMap(\.stringValue) ?? []
     }
 
     /// The human-readable report, one fact per line.
@@ -197,6 +205,7 @@ public struct FanoutReport: Sendable, Equatable {
                          + "\(android.unknown) unknown, \(android.expired) expired" + (androidSkipped > 0 ? "; \(androidSkipped) not sent to" : "")
                          + (androidStopped.map { "; stopped: \($0)" } ?? ""))
         }
+        for warning in warnings { lines.append("warning       \(warning)") }
         if let stopped { lines.append("stopped       \(stopped)") }
         return lines.joined(separator: "\n")
     }

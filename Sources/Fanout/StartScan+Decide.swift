@@ -40,6 +40,14 @@ extension StartScanner {
                 group = broadcast ? groupPushes.startBroadcastCapable : groupPushes.startPlain
                 slot = plan.startSlot
             } else if kind == .fcm {
+                // A group whose message FCM cannot carry: its Android phones are counted, not
+                // sent to, and not marked handled — a later group that can carry it still may.
+                if !androidStopped, groupPushes.androidRefusal != nil {
+                    if !tally.isHandled(hash), passedOverByRefusedGroup.insert(hash).inserted { counts.androidSkipped += 1 }
+                    continue
+                }
+                // Carried by this group after all: no longer skipped (counted where it ends now).
+                if !passedOverByRefusedGroup.isEmpty, passedOverByRefusedGroup.remove(hash) != nil { counts.androidSkipped -= 1 }
                 // An Android phone: its Live Update start through FCM. Without a lane (no
                 // `android` member for the app) or once Android stopped, counted, not sent.
                 guard !androidStopped, let start = groupPushes.androidStart else {

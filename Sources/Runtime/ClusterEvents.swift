@@ -87,7 +87,7 @@ extension Service {
     /// Offers a checked event to the cluster. Nil: Redis was never reached and this node never
     /// offered the key before — the caller runs it here alone. A key this node offered before
     /// (`ClusterAcceptances`) is in doubt while Redis is away: refused, to be sent again.
-    package func submitToCluster(_ event: FanoutEvent, bodyHash: [UInt8], cluster: ClusterNode) -> Submission? {
+    package func submitToCluster(_ event: FanoutEvent, bodyHash: [UInt8], cluster: ClusterNode, warnings: [String] = []) -> Submission? {
         let shards = cluster.settings.shards
         if event.key.utf8.count + ShardRecordKey.overhead > StoreLimits.maximumNameBytes {
             return .refused(.invalidEvent, message: "key: is \(event.key.utf8.count) bytes; in a cluster at most \(StoreLimits.maximumNameBytes - ShardRecordKey.overhead) (each shard's records add to it)")
@@ -166,7 +166,7 @@ extension Service {
                 return .alreadySent(report)
             }
             logger.info("event accepted", Self.eventFields(event) + [("cluster", .text(cluster.node))])
-            return .acceptedByCluster(id: id)
+            return .acceptedByCluster(id: id, warnings: warnings)
         case let .superseded(higher):
             return .refused(.superseded, message: "serial: \(event.serial) is older than serial \(higher) of '\(event.key)', already accepted by the cluster; send a higher serial")
         case .conflict:

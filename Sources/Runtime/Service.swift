@@ -196,9 +196,11 @@ public final class Service: Sendable {
 
     /// What submitting an event came to.
     package enum Submission {
-        case accepted(EventQueue.Entry)
+        /// `warnings`: what one provider cannot carry while the others send as usual
+        /// (`Fanout.checkPayloads`), said in the 202 as the report will say it.
+        case accepted(EventQueue.Entry, warnings: [String])
         /// Queued as shards for the cluster's nodes (`ClusterEvents`).
-        case acceptedByCluster(id: String)
+        case acceptedByCluster(id: String, warnings: [String])
         case alreadySent(FanoutReport)
         case refused(Refusal, message: String)
     }
@@ -234,7 +236,8 @@ public final class Service: Sendable {
         guard let runtime = app(event.app, event.environment) else {
             return .refused(.unknownApp, message: "app: \(event.app.text) in \(event.environment.rawValue) is not configured on this daemon")
         }
-        do { try Fanout.checkPayloads(event) } catch {
+        let warnings: [String]
+        do { warnings = try Fanout.checkPayloads(event, android: runtime.fanout.android) } catch {
             return .refused(.invalidEvent, message: error.message)
         }
         let hash = SHA256.hash(event.canonicalJSON)
@@ -242,7 +245,7 @@ public final class Service: Sendable {
             let records = try store.eventRecords(eventKey: event.key)
             // In a cluster an event is the cluster's, unless this node ran it alone (Redis was down).
             if let cluster, records.serials.isEmpty {
-                if let answer = submitToCluster(event, bodyHash: hash, cluster: cluster) { return answer }
+                if let answer = submitToCluster(event, bodyHash: hash, cluster: cluster, warnings: warnings) { return answer }
                 cluster.counters.ranAlone.add(1, ordering: .relaxed)
                 logger.warning("cluster: Redis unreachable (\(cluster.health.problem ?? "no answer")); event '\(event.key)' serial \(event.serial) runs on this node alone")
             }
@@ -265,7 +268,7 @@ public final class Service: Sendable {
         }
         let entry = events.submit(event, app: runtime)
         logger.info("event accepted", Self.eventFields(event) + [("app", .text(runtime.name))])
-        return .accepted(entry)
+        return .accepted(entry, warnings: warnings)
     }
 }
 

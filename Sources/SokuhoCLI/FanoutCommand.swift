@@ -33,7 +33,8 @@ enum FanoutCommand {
         serial of the same key takes over the lower one's pending starts.
 
         exit codes: 0 every target delivered or pruned (or already sent) · 1 some failed, were
-                    unknown or expired (the report says which) · 64 usage, or a --topic other
+                    unknown or expired, or a group's FCM message was more than FCM carries
+                    (its Android phones not sent to; the report's warnings say which) · 64 usage, or a --topic other
                     than the event's app · 65 invalid event, or its key and
                     serial were sent with another body · 66 event file or store missing ·
                     69 APNs unreachable or the pool stopped · 74 store write failed ·
@@ -166,6 +167,9 @@ enum FanoutCommand {
         }
         if !report.isComplete {
             throw CLIError(.refused, "\(report.failedTotal) failed, \(report.unknown) unknown, \(report.expired) expired of \(report.targets) targets")
+        }
+        if !report.warnings.isEmpty {
+            throw CLIError(.refused, "\(report.androidSkipped) Android phones not sent to: " + report.warnings.joined(separator: "; "))
         }
         return .success
     }

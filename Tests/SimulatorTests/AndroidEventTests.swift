@@ -80,6 +80,32 @@ import Vocabulary
         }
     }
 
+    /// A content state APNs carries (its JSON is embedded as it is) that FCM cannot (a data value
+    /// is a string: every quote escaped): region:1's groups[0], about 3.4 KB on APNs, 4.9 KB on FCM.
+    static let fitsAPNsNotFCM = [("region:1", 5, "one\",\"pad\":[" + Array(repeating: "\"a\"", count: 650).joined(separator: ",") + "],\"end\":\"x"),
+                                 ("region:2", 3, "two")]
+
+    /// Issue 32: an event whose group fits APNs but not FCM reaches every iOS phone; that group's
+    /// Android phones are counted, not sent to, and the report and exit status say why — while a
+    /// phone another group can carry (a1, in region:2 too) gets that group's message.
+    @Test func aGroupFCMCannotCarryCostsOnlyItsAndroidPhones() throws {
+        let scenario = try FanoutScenario()
+        try scenario.register(Self.phones())
+        let run = scenario.fanout(scenario.event("start.json", startEvent(key: "eew-big", groups: Self.fitsAPNsNotFCM, channel: "null")), scenario.android)
+        #expect(run.code == .refused, "exit 1: Android phones left out\n\(run)")
+        #expect(run.err.contains("1 Android phones not sent to: groups[0] (region:1) for Android"), "\(run.err)")
+        let pushes = scenario.devicePushes()
+        #expect(pushes.count == 2 && pushes.values.allSatisfy { $0.count == 1 }, "every iOS phone started once: \(pushes.mapValues(\.count))")
+        let messages = scenario.fcmMessages()
+        #expect(Set(messages.keys) == [FanoutScenario.fcmToken(1), FanoutScenario.fcmToken(2)], "a0 is region:1's alone")
+        #expect(messages.values.allSatisfy { $0.count == 1 && $0[0]["data"]?["group"]?.stringValue == "region:2" })
+        let report = try JSONParser.parse(run.out.split(separator: "\n").first.map(String.init) ?? "")
+        #expect(report["android"]?["skipped"]?.int64Value == 1 && report["android"]?["delivered"]?.int64Value == 2, "\(run.out)")
+        #expect(report["delivered"]?.int64Value == 4 && report["stopped"]?.stringValue == nil, "\(run.out)")
+        let warnings = report["warnings"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        #expect(warnings.count == 1 && warnings[0].hasPrefix("groups[0] (region:1) for Android: ") && warnings[0].contains("4096"), "\(warnings)")
+    }
+
     @Test func anAppWithoutAnAndroidSideSendsToIOSAndCountsTheAndroidPhonesItLeftOut() throws {
         let scenario = try FanoutScenario()
         try scenario.register(Self.phones())

@@ -51,6 +51,29 @@ import Testing
         #expect((0..<3).allSatisfy { messages[FanoutScenario.fcmToken($0)]?.map { $0["data"]?["kind"]?.stringValue ?? "" } == ["start", "update"] })
     }
 
+    /// Issue 32: an event that fits APNs but not FCM is accepted (202, the warning in the answer),
+    /// every iOS phone gets it, and the event ends done with the same warning in its report —
+    /// before, it ended failed before a single iOS push, even with no Android phone in the topic.
+    @Test func anEventFCMCannotCarryStillReachesEveryIOSPhone() throws {
+        let scenario = try FanoutScenario()
+        let daemon = try ServeTests.Daemon(scenario, appExtra: Self.android(scenario))
+        defer { _ = daemon.stop() }
+        for number in 0..<3 {
+            let ios = daemon.curl("POST", "/v1/installations", body: ServeTests.registration("ios-\(number)", pushToStart: FanoutScenario.token(number)), admin: false)
+            #expect(ios.status == 201, "\(ios.body)")
+        }
+        let groups = AndroidEventTests.fitsAPNsNotFCM.map { ("region:0", $0.1, $0.2) }.prefix(1)
+        let accepted = daemon.curl("POST", "/v1/events", body: startEvent(key: "eew-big", groups: Array(groups), channel: "null"))
+        #expect(accepted.status == 202, "\(accepted.body)")
+        let answer = try JSONParser.parse(accepted.body)
+        #expect(answer["warnings"]?.arrayValue?.first?.stringValue?.hasPrefix("groups[0] (region:0) for Android: ") == true, "\(accepted.body)")
+        let finished = try daemon.waitForEvent(try #require(answer["url"]?.stringValue))
+        #expect(finished["state"]?.stringValue == "done", "\(finished.jsonText)")
+        let report = try #require(finished["report"])
+        #expect(report["delivered"]?.int64Value == 3 && report["warnings"]?.arrayValue?.count == 1, "\(finished.jsonText)")
+        #expect(scenario.devicePushes().count == 3)
+    }
+
     @Test func anAndroidRegistrationNamesItsBadFieldAndAnIOSBodyCannotCarryAnFCMToken() throws {
         let scenario = try FanoutScenario()
         let daemon = try ServeTests.Daemon(scenario, appExtra: Self.android(scenario))
