@@ -27,8 +27,13 @@ public protocol CheckpointJournal: Sendable {
 struct StartCheckpoints {
     let store: TokenStore
     let journal: (any CheckpointJournal)?
+    /// A later serial of the event's key, once one is waiting (`FanoutOptions.supersededBy`).
+    var supersededBy: (@Sendable () -> UInt32?)? = nil
 
-    func stopReason() -> StopReason? { journal?.stopReason() }
+    func stopReason() -> StopReason? {
+        if let newer = supersededBy?() { return .superseded(by: newer) }
+        return journal?.stopReason()
+    }
 
     /// Before a chunk goes out: into the store without an fsync (it survives `kill -9`, which is
     /// what it guards against), waited for; then to the journal unless the run is already told to

@@ -7,6 +7,9 @@ extension EventRun {
     /// final record with the report (`done`, or `stopped`: running it again resumes it).
     func record(_ admitted: Admitted, channels: Channels, sending: Sending, settled: Settled) throws(FanoutError) -> FanoutResult {
         var stopped = settled.stopped
+        // Superseded is done, not stopped: nothing resumes it, the later serial has the rest.
+        var supersededBy: UInt32?
+        if case let .superseded(newer)? = stopped { supersededBy = newer; stopped = nil }
         var (report, prunes) = sending.sink.finalReport()
         report.tokensRemoved = try prune(prunes)
         if event.kind == .end && !options.keepChannels && stopped == nil && (event.shard?.index ?? 0) == 0 {
@@ -20,6 +23,7 @@ extension EventRun {
         let android = report.android
         report.android.targets = android.delivered + android.pruned + android.failed + android.unknown + android.expired
         report.stopped = stopped?.text
+        report.supersededBy = supersededBy
         report.warnings = sending.warnings
         let timing = sending.sink.timing()
         report.firstPushMs = timing.firstPush.map { ($0 - runStart).seconds * 1000 }

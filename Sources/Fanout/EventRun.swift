@@ -34,7 +34,7 @@ final class EventRun {
         self.event = event
         self.store = store
         self.options = options
-        checkpoints = StartCheckpoints(store: store, journal: options.journal)
+        checkpoints = StartCheckpoints(store: store, journal: options.journal, supersededBy: options.supersededBy)
     }
 
     func run() throws(FanoutError) -> FanoutResult {

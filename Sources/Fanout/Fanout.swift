@@ -50,6 +50,11 @@ public struct FanoutOptions: Sendable {
     public var journal: (any CheckpointJournal)?
     /// The app's Android phones (FCM); nil: the event reaches iOS phones only.
     public var android: AndroidLane?
+    /// Asked with the journal's `stopReason`: a later serial of the event's key waiting to run
+    /// (the daemon's queue runs one serial of a key at a time). The run then hands out nothing
+    /// more, settles what it sent and ends done with `FanoutReport.supersededBy`; the later serial
+    /// starts the phones it had not reached — one start per phone per key, not per serial.
+    public var supersededBy: (@Sendable () -> UInt32?)?
 
     public init(pool: PoolConfiguration, manage: ProviderEndpoint) {
         self.pool = pool

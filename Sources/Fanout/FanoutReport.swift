@@ -49,6 +49,8 @@ public struct FanoutReport: Sendable, Equatable {
     /// What a provider could not carry while the others sent as usual, one line each, e.g. "groups[0]
     /// (region:1) for Android: message: is 4443 bytes …" (its phones are in `androidSkipped`).
     public var warnings: [String] = []
+    /// A later serial of the key took over this one's remaining starts while it ran.
+    public var supersededBy: UInt32?
 
     /// One provider's share of the report's outcomes.
     public struct ProviderCounts: Sendable, Equatable {
@@ -110,6 +112,7 @@ public struct FanoutReport: Sendable, Equatable {
         sum.androidSkipped += earlier.androidSkipped
         sum.androidStopped = androidStopped ?? earlier.androidStopped
         sum.warnings = earlier.warnings + warnings.filter { !earlier.warnings.contains($0) }
+        sum.supersededBy = supersededBy ?? earlier.supersededBy
         return sum
     }
 
@@ -140,6 +143,7 @@ public struct FanoutReport: Sendable, Equatable {
         writer.key("warnings"); writer.beginArray()
         for warning in warnings { writer.string(warning) }
         writer.endArray()
+        if let supersededBy { writer.key("supersededBy"); writer.int(supersededBy) }
         writer.endObject()
         return writer.bytes
     }
@@ -182,6 +186,7 @@ public struct FanoutReport: Sendable, Equatable {
             androidStopped = member["stopped"]?.stringValue
         }
         warnings = value["warnings"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        supersededBy = value["supersededBy"]?.int64Value.map { UInt32(clamping: $0) }
     }
 
     /// The human-readable report, one fact per line.
@@ -206,6 +211,7 @@ public struct FanoutReport: Sendable, Equatable {
                          + (androidStopped.map { "; stopped: \($0)" } ?? ""))
         }
         for warning in warnings { lines.append("warning       \(warning)") }
+        if let supersededBy { lines.append("superseded    by serial \(supersededBy), which starts the phones this serial had not reached") }
         if let stopped { lines.append("stopped       \(stopped)") }
         return lines.joined(separator: "\n")
     }

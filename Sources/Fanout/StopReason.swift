@@ -15,6 +15,10 @@ public enum StopReason: Sendable, Equatable {
     case checkpointFailed(String)
     /// An end was sent, but deleting its auto channels failed (one line per channel).
     case channelCleanup(problems: [String])
+    /// A later serial of the same key arrived: this run hands out nothing more, its answers are
+    /// settled and checkpointed, and the later serial starts the phones it had not reached. Not
+    /// a stop in the report (`supersededBy` instead): the event ends done, not to be resumed.
+    case superseded(by: UInt32)
 
     /// The report's `stopped` text.
     public var text: String {
@@ -25,6 +29,8 @@ public enum StopReason: Sendable, Equatable {
             return message
         case let .channelCleanup(problems):
             return "the end was sent, but deleting channels failed: " + problems.joined(separator: "; ")
+        case let .superseded(newer):
+            return "superseded by serial \(newer), which starts the phones this serial had not reached"
         }
     }
 }

@@ -13,6 +13,12 @@ import Vocabulary
 ///
 /// Accepted means recorded: `Service` writes the event's serial record before answering 202, so
 /// a crash or restart re-queues it (`EventQueue.resume`) instead of losing it.
+///
+/// One serial of a key runs at a time: two at once each read the key's start progress once and
+/// overwrote each other's checkpoints (a start serial 2 posted while serial 1 sent started 960 of
+/// 3,000 phones twice). A later serial waits, and the running one is told it is superseded: it
+/// hands out nothing more, settles and checkpoints what it sent, and the later one then starts
+/// the phones it had not reached, with its own content.
 package final class EventQueue: @unchecked Sendable {
     // @unchecked: every mutable field is guarded by `lock`.
     package enum State: String, Sendable { case queued, running, done, stopped, failed }
@@ -40,6 +46,8 @@ package final class EventQueue: @unchecked Sendable {
     private var urgentWork: [String] = []
     private var bulkWork: [String] = []
     private var stopping = false
+    /// The highest serial queued per event key: a running lower serial is superseded by it.
+    private var newestSerial: [String: UInt32] = [:]
     private var workers: [OSThread] = []
     private let stores: StoreHolder
     private let finished: @Sendable (Entry, FanoutResult?) -> Void
@@ -62,6 +70,7 @@ package final class EventQueue: @unchecked Sendable {
             if let existing = entries[id], existing.state == .queued || existing.state == .running { return existing }
             let entry = Entry(id: id, event: event, app: app, urgent: event.kind == .start)
             entries[id] = entry
+            newestSerial[event.key] = max(newestSerial[event.key] ?? 0, event.serial)
             order.removeAll { $0 == id }
             order.append(id)
             if entry.urgent { urgentWork.append(id) } else { bulkWork.append(id) }
@@ -140,6 +149,10 @@ package final class EventQueue: @unchecked Sendable {
             guard let entry = entry(id) else { continue }
             var options = entry.app.fanout
             options.urgent = entry.urgent
+            let (key, serial) = (entry.event.key, entry.event.serial)
+            options.supersededBy = { [unowned self] in
+                self.lock.withLock { self.newestSerial[key].flatMap { $0 > serial ? $0 : nil } }
+            }
             let result: FanoutResult?
             var error: String?
             do { result = try Fanout.run(entry.event, store: stores.current, options: options) } catch let failure {
@@ -153,18 +166,27 @@ package final class EventQueue: @unchecked Sendable {
                 updated.error = error
                 updated.state = error != nil ? .failed : (result?.report.stopped != nil ? .stopped : .done)
                 entries[id] = updated
+                lock.broadcast()  // a later serial of this key may run now
                 return updated
             }
             finished(done, result)
         }
     }
 
-    /// The next event for a worker, marked running; nil when stopping.
+    /// The next event for a worker, marked running: urgent ones first, and none whose key has a
+    /// serial running already (it waits for that run to end); nil when stopping.
     private func next(urgentOnly: Bool) -> String? {
         lock.withLock {
             while !stopping {
-                if !urgentWork.isEmpty || (!urgentOnly && !bulkWork.isEmpty) {
-                    let id = urgentWork.isEmpty ? bulkWork.removeFirst() : urgentWork.removeFirst()
+                let running = Set(entries.values.filter { $0.state == .running }.map(\.event.key))
+                let free = { (id: String) -> Bool in self.entries[id].map { !running.contains($0.event.key) } ?? true }
+                var id: String?
+                if let index = urgentWork.firstIndex(where: free) {
+                    id = urgentWork.remove(at: index)
+                } else if !urgentOnly, let index = bulkWork.firstIndex(where: free) {
+                    id = bulkWork.remove(at: index)
+                }
+                if let id {
                     entries[id]?.state = .running
                     return id
                 }

@@ -1,0 +1,58 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import IO
+import JSONCore
+import Simulator
+import Testing
+
+/// Issue 33: one start per phone per event key, not per serial. Earthquake warnings are revised
+/// every few seconds while the first is still going out: a start serial 2 POSTed while serial 1
+/// sends must not start a phone serial 1 started (two Live Activities on a lock screen).
+@Suite struct SupersedingSerialTests {
+    /// Serial 1 starts regions 0–4 slowly (5 streams, 40 ms answers); serial 2, POSTed once serial
+    /// 1 is sending, starts regions 0–9. Every phone gets exactly one start; the widened regions
+    /// get serial 2's content; serial 1 ends done, superseded by 2, and serial 2 done.
+    @Test func aLaterStartSerialPostedWhileTheFirstSendsStartsNoPhoneTwice() throws {
+        let scenario = try FanoutScenario { $0.latency = .milliseconds(40) }
+        let perRegion = 40
+        try scenario.register((0..<(10 * perRegion)).map { number in
+            FanoutScenario.Phone(id: "phone-\(number)", token: FanoutScenario.token(number), topics: [("region:\(number / perRegion)", 0)])
+        })
+        let daemon = try ServeTests.Daemon(scenario, connections: 1, streams: 5)
+        defer { _ = daemon.stop() }
+        let first = daemon.curl("POST", "/v1/events", body: startEvent(key: "eew-revised", groups: (0..<5).map { ("region:\($0)", 1, "one") }, channel: "null"))
+        #expect(first.status == 202, "\(first.body)")
+        // Serial 1 is sending (a loaded machine is slower, never faster: it has ~180 phones to go).
+        let started = MonotonicInstant.now()
+        while scenario.devicePushes().values.reduce(0, { $0 + $1.count }) < 20 && MonotonicInstant.now() - started < .seconds(60) { usleep(20_000) }
+        let second = daemon.curl("POST", "/v1/events", body: startEvent(key: "eew-revised", serial: 2, groups: (0..<10).map { ("region:\($0)", 1, "two") }, channel: "null"))
+        #expect(second.status == 202, "\(second.body)")
+
+        let one = try Self.wait(daemon, "/v1/events/eew-revised/1"), two = try Self.wait(daemon, "/v1/events/eew-revised/2")
+        #expect(one["state"]?.stringValue == "done" && one["report"]?["supersededBy"]?.int64Value == 2, "\(one.jsonText)")
+        #expect(two["state"]?.stringValue == "done", "\(two.jsonText)")
+        let pushes = scenario.devicePushes()
+        let twice = pushes.filter { $0.value.count > 1 }
+        #expect(twice.count == 0, "phones started twice")
+        #expect(pushes.count == 10 * perRegion, "every phone started: \(pushes.count)")
+        for number in (5 * perRegion)..<(10 * perRegion) {
+            let text = pushes[FanoutScenario.token(number)]?.first?.body["aps"]?["content-state"]?["text"]?.stringValue
+            #expect(text == "two", "phone \(number) of a widened region: \(text ?? "no start")")
+        }
+        let delivered = (one["report"]?["delivered"]?.int64Value ?? 0) + (two["report"]?["delivered"]?.int64Value ?? 0)
+        #expect(delivered == Int64(10 * perRegion), "the two reports together: \(delivered)")
+    }
+
+    /// The event's record once it has ended (not a time being measured: a loaded machine is slower).
+    static func wait(_ daemon: ServeTests.Daemon, _ path: String) throws -> JSONValue {
+        let started = MonotonicInstant.now()
+        while MonotonicInstant.now() - started < .seconds(120) {
+            let answer = daemon.curl("GET", path)
+            if answer.status == 200, let json = try? JSONParser.parse(answer.body),
+               let state = json["state"]?.stringValue, state != "queued" && state != "running" { return json }
+            usleep(50_000)
+        }
+        throw ServeTests.TestFailure("\(path) did not end in 120 s")
+    }
+}
