@@ -27,6 +27,13 @@ enum FramingSyntax {
             return .failure(FramingRefusal(status: 505, code: "http_version_not_supported",
                                            message: "this server speaks HTTP/1.1 (and 1.0); the request is \(String(decoding: version, as: UTF8.self))"))
         }
+        // CONNECT asks for a tunnel, which an API does not give. evhttp answers it without a
+        // Content-Length (a 2xx to CONNECT has none) and keeps the connection, so a request
+        // pipelined after it was answered after the unframed body: refused here, answered in
+        // place of a stand-in and closed, as every refusal is.
+        guard parts[0].elementsEqual("CONNECT".utf8) == false else {
+            return .failure(FramingRefusal(status: 501, code: "not_implemented", message: "CONNECT is not served: this is an HTTP API, not a proxy"))
+        }
         var lengths: Set<Int> = []
         var transferEncodings: [String] = []
         for line in lines.dropFirst() {

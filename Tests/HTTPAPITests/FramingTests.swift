@@ -52,6 +52,26 @@ import Testing
         }
     }
 
+    @Test("CONNECT is a framed 501 in JSON, the connection closed at once, and a request pipelined after it is never answered")
+    func connectIsAFramedRefusal() throws {
+        let echo = EchoHandler()
+        try withServer(handler: echo.answer) { server in
+            let client = RawClient(port: server.ports[0])
+            client.send("CONNECT x:443 HTTP/1.1\r\nHost: x:443\r\n\r\nGET /after HTTP/1.1\r\nHost: x\r\n\r\n")
+            let answer = client.readUntilClosed(seconds: 20)
+            #expect(client.closed, "closed by the server, not left for the idle timeout: \(answer)")
+            #expect(answer.hasPrefix("HTTP/1.1 501 "), "\(answer)")
+            let head = answer.firstRange(of: "\r\n\r\n").map { String(answer[..<$0.lowerBound]) } ?? answer
+            let body = answer.firstRange(of: "\r\n\r\n").map { String(answer[$0.upperBound...]) } ?? ""
+            let length = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+                .flatMap { Int($0.dropFirst("content-length:".count).filter { $0 != " " }) }
+            #expect(length == body.utf8.count, "framed: \(head)")
+            #expect((try? JSONParser.parse(body))?["error"]?["code"]?.stringValue == "not_implemented", "\(body)")
+            #expect(answer.split(separator: "\r\n").filter { $0.hasPrefix("HTTP/1.1 ") }.count == 1, "one answer only: \(answer)")
+            #expect(echo.count.load(ordering: .relaxed) == 0, "the handler never saw either request")
+        }
+    }
+
     @Test("a chunk extension is ignored, not answered 413")
     func aChunkExtensionIsIgnored() throws {
         let answer = try exchange("POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n5;foo=bar\r\nhello\r\n6 ; a=\"b\"\r\n world\r\n0;last\r\nX-Trailer: t\r\n\r\n")

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Crypto
+import IO
 import JSONCore
 import Simulator
 import Testing
@@ -131,8 +132,11 @@ import Vocabulary
         }
 
         /// Polls an event until it is no longer queued or running.
+        /// The event's record once it has ended. A bound on a hang, not a time being measured: it
+        /// used to be 200 polls (about 10 s), which a queue of events on a loaded machine outlasted.
         func waitForEvent(_ path: String) throws -> JSONValue {
-            for _ in 0..<200 {
+            let started = MonotonicInstant.now()
+            while MonotonicInstant.now() - started < .seconds(120) {
                 let answer = curl("GET", path)
                 if answer.status == 200, let json = try? JSONParser.parse(answer.body),
                    let state = json["state"]?.stringValue, state != "queued" && state != "running" {
@@ -140,7 +144,7 @@ import Vocabulary
                 }
                 usleep(50_000)
             }
-            throw TestFailure("the event did not finish")
+            throw TestFailure("\(path) did not end in 120 s")
         }
 
         func stop() -> Int32 {

@@ -29,7 +29,7 @@ import Testing
         let second = daemon.curl("POST", "/v1/events", body: startEvent(key: "eew-revised", serial: 2, groups: (0..<10).map { ("region:\($0)", 1, "two") }, channel: "null"))
         #expect(second.status == 202, "\(second.body)")
 
-        let one = try Self.wait(daemon, "/v1/events/eew-revised/1"), two = try Self.wait(daemon, "/v1/events/eew-revised/2")
+        let one = try daemon.waitForEvent("/v1/events/eew-revised/1"), two = try daemon.waitForEvent("/v1/events/eew-revised/2")
         #expect(one["state"]?.stringValue == "done" && one["report"]?["supersededBy"]?.int64Value == 2, "\(one.jsonText)")
         #expect(two["state"]?.stringValue == "done", "\(two.jsonText)")
         let pushes = scenario.devicePushes()
@@ -42,17 +42,5 @@ import Testing
         }
         let delivered = (one["report"]?["delivered"]?.int64Value ?? 0) + (two["report"]?["delivered"]?.int64Value ?? 0)
         #expect(delivered == Int64(10 * perRegion), "the two reports together: \(delivered)")
-    }
-
-    /// The event's record once it has ended (not a time being measured: a loaded machine is slower).
-    static func wait(_ daemon: ServeTests.Daemon, _ path: String) throws -> JSONValue {
-        let started = MonotonicInstant.now()
-        while MonotonicInstant.now() - started < .seconds(120) {
-            let answer = daemon.curl("GET", path)
-            if answer.status == 200, let json = try? JSONParser.parse(answer.body),
-               let state = json["state"]?.stringValue, state != "queued" && state != "running" { return json }
-            usleep(50_000)
-        }
-        throw ServeTests.TestFailure("\(path) did not end in 120 s")
     }
 }

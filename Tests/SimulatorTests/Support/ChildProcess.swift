@@ -62,7 +62,7 @@ final class ChildProcess {
 
     deinit { close(stdout) }
 
-    /// The next stdout line, or nil at end of output or after `seconds`.
+    /// The next stdout line, or nil at end of output or after `seconds` (negative: no limit).
     func readLine(timeout seconds: Int32 = 20) -> String? {
         while true {
             if let newline = buffered.firstIndex(of: 10) {
@@ -71,7 +71,7 @@ final class ChildProcess {
                 return line
             }
             var poller = pollfd(fd: stdout, events: Int16(POLLIN), revents: 0)
-            guard poll(&poller, 1, seconds * 1000) == 1 else { return nil }
+            guard poll(&poller, 1, seconds < 0 ? -1 : seconds * 1000) == 1 else { return nil }
             var chunk = [UInt8](repeating: 0, count: 4096)
             let n = chunk.withUnsafeMutableBytes { read(stdout, $0.baseAddress, $0.count) }
             if n <= 0 {
@@ -85,10 +85,13 @@ final class ChildProcess {
         }
     }
 
-    /// Everything left on stdout, until the child closes it.
+    /// Everything left on stdout, until the child closes it — however long it is silent: curl
+    /// writing to a socket buffers its output until it exits, and 1,000 requests on a loaded
+    /// machine took over the 20 s a line used to be waited for (the output was cut to nothing,
+    /// and a channel round counted 0 answers of 1,000). The `wait()` after it has no limit either.
     func readRest() -> String {
         var text = ""
-        while let line = readLine() { text += line + "\n" }
+        while let line = readLine(timeout: -1) { text += line + "\n" }
         return text
     }
 
