@@ -34,10 +34,14 @@ public final class RedisServerFixture {
             }
         }
     }
-    public struct StartFailed: Error, CustomStringConvertible { public let description: String }
+    public struct StartFailed: Error, CustomStringConvertible {
+        public let description: String
+        /// redis-server could not bind its port: someone took it after `freePort` chose it.
+        var addressInUse = false
+    }
 
     public let server: Server
-    public let port: Int
+    public private(set) var port: Int
     public let directory: String
     public let extraArguments: [String]
     public private(set) var pid: pid_t = 0
@@ -56,7 +60,17 @@ public final class RedisServerFixture {
         directory = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
         port = try freePort()
         self.extraArguments = extraArguments
-        try start()
+        // A port `freePort` found free can be taken before redis-server binds it: ports bound to 0
+        // and a parallel test's outgoing connections come from the same ephemeral range (a suite
+        // run lost "INFO persistence …" to it: exit 1 at start). Then another port, a few times.
+        for attempt in 1...5 {
+            do {
+                try start()
+                return
+            } catch let failure as StartFailed where failure.addressInUse && attempt < 5 {
+                port = try freePort()
+            }
+        }
     }
 
     deinit {
@@ -111,11 +125,28 @@ public final class RedisServerFixture {
             var status: Int32 = 0
             if waitpid(pid, &status, WNOHANG) == pid {
                 pid = 0
-                throw StartFailed(description: "\(program) exited at start (status \(status)); see \(directory)/redis.log")
+                // The log's end in the message: the directory goes with the fixture.
+                let log = Self.tail(of: directory + "/redis.log")
+                throw StartFailed(description: "\(program) on port \(port) exited at start (status \(status)): \(log)",
+                                  addressInUse: log.contains("Address already in use"))
             }
             usleep(20_000)
         }
         throw StartFailed(description: "\(program) on port \(port) did not answer PING within 10 s")
+    }
+
+    /// The last 600 bytes of a file ("" when it cannot be read).
+    private static func tail(of path: String) -> String {
+        guard let file = fopen(path, "r") else { return "" }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = fread(&chunk, 1, chunk.count, file)
+            if count == 0 { break }
+            bytes += chunk[..<count]
+        }
+        return String(decoding: bytes.suffix(600), as: UTF8.self)
     }
 
     /// Stops the server (SIGTERM; SIGKILL if it is still there after 3 s) and waits for it to exit.
