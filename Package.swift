@@ -102,7 +102,7 @@ let package = Package(
         // The cluster client against a real redis-server the tests start on loopback.
         .testTarget(name: "RedisTests", dependencies: ["Redis", "RedisTestSupport"]),
         // A redis-server of the test's own on a free loopback port (RedisTests, the cluster's end-to-end tests).
-        .target(name: "RedisTestSupport", dependencies: ["Redis"], path: "Tests/RedisTestSupport"),
+        .target(name: "RedisTestSupport", dependencies: ["Redis", "IO"], path: "Tests/RedisTestSupport"),
         // Rules checked by reading the sources: the C return codes go through the checked wrappers,
         // and the vocabulary (hex, wall clock, UUIDs, locks, errno checks, strict JSON objects) is defined once.
         .testTarget(name: "SourceRuleTests"),

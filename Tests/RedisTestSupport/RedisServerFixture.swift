@@ -1,3 +1,4 @@
+import IO
 import Redis
 import Glibc
 import Testing
@@ -137,16 +138,7 @@ public final class RedisServerFixture {
 
     /// The last 600 bytes of a file ("" when it cannot be read).
     private static func tail(of path: String) -> String {
-        guard let file = fopen(path, "r") else { return "" }
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = fread(&chunk, 1, chunk.count, file)
-            if count == 0 { break }
-            bytes += chunk[..<count]
-        }
-        return String(decoding: bytes.suffix(600), as: UTF8.self)
+        String(decoding: (SystemFile.read(path) ?? "").utf8.suffix(600), as: UTF8.self)
     }
 
     /// Stops the server (SIGTERM; SIGKILL if it is still there after 3 s) and waits for it to exit.
