@@ -100,7 +100,7 @@ let package = Package(
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "CMbedTLS"], exclude: ["Fixtures"]),
         .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "JSONCore", "IO"]),
         // The cluster client against a real redis-server the tests start on loopback.
-        .testTarget(name: "RedisTests", dependencies: ["Redis", "RedisTestSupport"]),
+        .testTarget(name: "RedisTests", dependencies: ["Redis", "Cluster", "RedisTestSupport"]),
         // A redis-server of the test's own on a free loopback port (RedisTests, the cluster's end-to-end tests).
         .target(name: "RedisTestSupport", dependencies: ["Redis", "IO"], path: "Tests/RedisTestSupport"),
         // Rules checked by reading the sources: the C return codes go through the checked wrappers,

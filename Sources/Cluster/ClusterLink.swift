@@ -17,6 +17,8 @@ package final class ClusterHealth: Sendable {
     package let log = Lock<@Sendable (LogLevel, String) -> Void>({ _, _ in })
 
     /// What the cluster's Redis said about its persistence (nil: not connected yet).
+    package init() {}
+
     package var persistence: RedisPersistence? { persistenceSeen.withLock { $0 } }
 
     /// The warning an operator must see while the cluster's Redis keeps no append-only file.
@@ -50,7 +52,9 @@ package final class ClusterHealth: Sendable {
 /// One thread's connection to the cluster's Redis (hiredis is blocking, so each cluster thread has
 /// its own): connects on first use, and after a failure reconnects no sooner than its back-off
 /// (100 ms, doubling to 5 s) so a Redis that is down costs one connect attempt per back-off, not
-/// one per command.
+/// one per command — unless another link has reached Redis since: then Redis is back, and waiting
+/// out this link's back-off would only answer "unreachable" (a GET of a finished event answered
+/// 503 for up to 5 s after `/readyz` and the metrics said the node was connected again).
 package final class ClusterLink: @unchecked Sendable {
     // @unchecked: one thread at a time uses a link — the thread it was made for, or whoever
     // holds the Lock it lives in (`ClusterNode.apiLink`, `ShardLease`).
@@ -89,7 +93,7 @@ package final class ClusterLink: @unchecked Sendable {
 
     private func connected() throws(RedisError) -> RedisConnection {
         if let connection, connection.isConnected { return connection }
-        guard MonotonicInstant.now() >= retryAt else {
+        guard MonotonicInstant.now() >= retryAt || health.connected else {
             throw RedisError.connectFailed(endpoint: endpoint.description, message: health.problem ?? "backing off")
         }
         do {

@@ -91,7 +91,8 @@ import Testing
         try redis.start()
         // The node reconnects no sooner than its back-off (up to 5 s after the outage's last
         // attempt, by design): the reads below are about what it answers once Redis is back, so
-        // wait until its own background commands reach Redis again.
+        // wait until its own background commands reach Redis again. The API's link, backing off
+        // on its own schedule, follows at once (ClusterLinkTests).
         #expect(ClusterServeTests.eventually { daemon.metric(#"sokuho_cluster_connected{node="a"}"#) == 1 }, "node a never reconnected")
         // The first read after the restart may meet the node's broken connection; it is asked again.
         let read = daemon.curl("GET", "/v1/events/eew-finished/1")
