@@ -11,7 +11,7 @@ extension EventRun {
         var supersededBy: UInt32?
         if case let .superseded(newer)? = stopped { supersededBy = newer; stopped = nil }
         var (report, prunes) = sending.sink.finalReport()
-        report.tokensRemoved = try prune(prunes)
+        for (lane, removed) in try prune(prunes).all { report.lanes[lane].tokensRemoved = removed }
         if event.kind == .end && !options.keepChannels && stopped == nil && (event.shard?.index ?? 0) == 0 {
             if let problem = try deleteAutoChannels(channels) { stopped = problem }
         }
@@ -19,9 +19,6 @@ extension EventRun {
         report.serial = event.serial
         report.kind = event.kind.rawValue
         report.retried = settled.retries
-        report.targets = report.delivered + report.prunedTotal + report.failedTotal + report.unknown + report.expired
-        let android = report.android
-        report.android.targets = android.delivered + android.pruned + android.failed + android.unknown + android.expired
         report.stopped = stopped?.text
         report.supersededBy = supersededBy
         report.warnings = sending.warnings
@@ -36,14 +33,14 @@ extension EventRun {
         final.updatedAt = WallClock.milliseconds()
         final.report = report.json
         try storeCall { () throws(StoreError) in _ = try store.write([.putEventSerial(final)]) }
-        return FanoutResult(report: report, delivered: sending.samples.delivered, latency: settled.latency,
+        return FanoutResult(report: report, delivered: sending.samples.delivered, latencies: settled.latencies,
                             peakMemory: sending.samples.peakMemory, stopped: stopped)
     }
 
-    /// Removes the dead tokens, 10,000 to a write; returns how many were removed (a token
+    /// Removes the dead tokens, 10,000 to a write; returns how many each lane removed (a token
     /// registered again after a 410's timestamp stays).
-    private func prune(_ candidates: [PruneCandidate]) throws(FanoutError) -> Int {
-        var removed = 0
+    private func prune(_ candidates: [PruneCandidate]) throws(FanoutError) -> PerLane<Int> {
+        var removed = PerLane { _ in 0 }
         var start = 0
         while start < candidates.count {
             let slice = candidates[start..<min(candidates.count, start + 10_000)]
@@ -51,7 +48,7 @@ extension EventRun {
                 try store.write(slice.map { .removeToken(app: event.app.text, environment: event.environment, kind: $0.kind, token: $0.token,
                                                           registeredBefore: $0.registeredBefore) })
             }
-            removed += outcomes.filter { $0 == .tokenRemoved(true) }.count
+            for (candidate, outcome) in zip(slice, outcomes) where outcome == .tokenRemoved(true) { removed[Lane(kind: candidate.kind)] += 1 }
             start += slice.count
         }
         return removed

@@ -41,6 +41,6 @@ extension EventRun {
         }
         // Later passes of one topic (resume, then new levels) overwrite earlier ones: the last stays.
         if let problem = try checkpoints.final(writes) { stopped = stopped ?? problem }
-        return Settled(stopped: stopped, retries: breaker.retries, latency: breaker.latency)
+        return Settled(stopped: stopped, retries: breaker.retries, latencies: breaker.latencies)
     }
 }

@@ -91,8 +91,8 @@ extension EventRun {
             }
         }
         flush()
-        var counts = ScanCounts()
-        counts.androidSkipped = passedOver.subtracting(seen).count
-        if counts.androidSkipped > 0 { sink.add(counts) }
+        var counts = PerLane { _ in ScanCounts() }
+        counts[.fcm].skipped = passedOver.subtracting(seen).count
+        if counts[.fcm].skipped > 0 { sink.add(counts) }
     }
 }

@@ -108,7 +108,7 @@ final class EventRun {
     struct Settled {
         let stopped: StopReason?
         let retries: Int
-        let latency: LatencyHistogram
+        let latencies: PerLane<LatencyHistogram?>
     }
 
     // MARK: What the run opens

@@ -70,7 +70,15 @@ public struct FanoutResult: Sendable {
     public var alreadySent = false
     /// (seconds since the start of the run, delivered so far).
     public var delivered: [(seconds: Double, count: Int)] = []
-    public var latency = LatencyHistogram()
+    /// Each lane's latencies, from a push's first submission to its final answer (nil: the
+    /// lane sent nothing).
+    public var latencies = PerLane<LatencyHistogram?> { _ in nil }
+    /// Every lane's latencies together.
+    public var latency: LatencyHistogram {
+        var all = LatencyHistogram()
+        for case let (_, histogram?) in latencies.all { all.merge(histogram) }
+        return all
+    }
     /// The highest resident memory seen while the fan-out ran (sampled every 200 ms).
     public var peakMemory = MemoryUse()
     /// Why this run stopped early, if it did (`report.stopped` is its text; nil when the serial

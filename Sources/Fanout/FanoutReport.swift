@@ -8,66 +8,59 @@ public struct FanoutReport: Sendable, Equatable {
     public var eventKey = ""
     public var serial: UInt32 = 0
     public var kind = ""
-    /// Pushes handed to APNs (device tokens) plus broadcasts (one per channel).
-    public var targets = 0
-    public var delivered = 0
+    /// Each provider lane's share (`lanes` in JSON): the counters below are their sums, so a
+    /// count means the same in every lane and no lane's phones hide in another's.
+    public var lanes = PerLane { _ in LaneReport() }
+    /// Pushes handed to a provider that reached an outcome below (broadcasts included, one per channel).
+    public var targets: Int { lanes.sum(\.targets) }
+    public var delivered: Int { lanes.sum(\.delivered) }
     /// Answers saying the token is dead, by reason: pruned from the store (unless the circuit
     /// breaker withheld it, or the phone registered again after a 410's timestamp).
     public var pruned: [String: Int] = [:]
     /// Tokens actually removed from the store.
-    public var tokensRemoved = 0
+    public var tokensRemoved: Int { lanes.sum(\.tokensRemoved) }
     /// Back-off retries after 429/5xx (a push may retry several times).
     public var retried = 0
     /// Refused for good (not a dead token), by reason ("connection" when none came).
     public var failed: [String: Int] = [:]
     /// In flight on a connection that died: maybe delivered, not sent again (starts, `onUnknown: report`).
-    public var unknown = 0
+    public var unknown: Int { lanes.sum(\.unknown) }
     /// Sent again after an unknown outcome (`onUnknown: resend`, updates, ends): maybe twice on the phone.
-    public var resentAfterUnknown = 0
-    public var expired = 0
+    public var resentAfterUnknown: Int { lanes.sum(\.resentAfterUnknown) }
+    public var expired: Int { lanes.sum(\.expired) }
     /// Starts not sent because the phone had too many recent starts (its push-to-start budget).
-    public var skippedByBudget = 0
+    public var skippedByBudget: Int { lanes.sum(\.skippedByBudget) }
     /// Starts not sent because the phone already got one for this event (another group, an earlier serial).
-    public var duplicatesAvoided = 0
-    /// Starts not sent again after a restart because APNs had answered them before.
-    public var answeredBeforeRestart = 0
+    public var duplicatesAvoided: Int { lanes.sum(\.duplicatesAvoided) }
+    /// Starts not sent again after a restart because the provider had answered them before.
+    public var answeredBeforeRestart: Int { lanes.sum(\.answeredBeforeRestart) }
     /// Starts an interrupted run held for a back-off resend (answered 429/5xx, on no connection),
     /// sent by the run that resumed it whatever `onUnknown` says: no phone can get two.
-    public var resentAfterBackOff = 0
+    public var resentAfterBackOff: Int { lanes.sum(\.resentAfterBackOff) }
     public var broadcasts = 0
     public var fallbackAlerts = 0
-    /// Tokens APNs called bad that were kept because the circuit breaker tripped.
-    public var pruneWithheld = 0
+    /// Bad-token answers kept because a circuit breaker tripped.
+    public var pruneWithheld: Int { lanes.sum(\.pruneWithheld) }
     /// Why the event stopped early, if it did.
     public var stopped: String?
-    /// Android phones (FCM): what their messages became (also counted in the totals above), and
-    /// the phones not sent to — the app has no `android` member, or Android stopped
-    /// (`androidStopped`: FCM's circuit breaker, a refused service account) while iOS went on.
-    public var android = ProviderCounts()
-    public var androidSkipped = 0
-    public var androidStopped: String?
+    /// Android phones (the FCM lane): what their messages became, and the phones not sent to —
+    /// the app has no `android` member, or Android stopped (`androidStopped`: FCM's circuit
+    /// breaker, a refused service account) while iOS went on. The `android` member of the JSON.
+    public var android: LaneReport { lanes[.fcm] }
+    public var androidSkipped: Int {
+        get { lanes[.fcm].skipped }
+        set { lanes[.fcm].skipped = newValue }
+    }
+    public var androidStopped: String? {
+        get { lanes[.fcm].stopped }
+        set { lanes[.fcm].stopped = newValue }
+    }
     /// What a provider could not carry while the others sent as usual, one line each, e.g. "groups[0]
     /// (region:1) for Android: message: is 4443 bytes …" (its phones are in `androidSkipped`).
     public var warnings: [String] = []
     /// A later serial of the key took over this one's remaining starts while it ran.
     public var supersededBy: UInt32?
 
-    /// One provider's share of the report's outcomes.
-    public struct ProviderCounts: Sendable, Equatable {
-        public var targets = 0, delivered = 0, pruned = 0, failed = 0, unknown = 0, expired = 0
-        public init() {}
-
-        var members: [(String, Int)] {
-            [("targets", targets), ("delivered", delivered), ("pruned", pruned), ("failed", failed), ("unknown", unknown), ("expired", expired)]
-        }
-
-        func adding(_ other: ProviderCounts) -> ProviderCounts {
-            var sum = self
-            sum.targets += other.targets; sum.delivered += other.delivered; sum.pruned += other.pruned
-            sum.failed += other.failed; sum.unknown += other.unknown; sum.expired += other.expired
-            return sum
-        }
-    }
     /// Milliseconds from the start of the run to the first push handed to a connection, to the
     /// first answer, and to the last answer.
     public var firstPushMs: Double?
@@ -90,27 +83,14 @@ public struct FanoutReport: Sendable, Equatable {
     /// This run's report added to an earlier run's of the same serial.
     public func adding(_ earlier: FanoutReport) -> FanoutReport {
         var sum = self
-        sum.targets += earlier.targets
-        sum.delivered += earlier.delivered
+        for lane in Lane.allCases { sum.lanes[lane] = lanes[lane].adding(earlier.lanes[lane]) }
         sum.pruned.merge(earlier.pruned, uniquingKeysWith: +)
         sum.retried += earlier.retried
         sum.failed.merge(earlier.failed, uniquingKeysWith: +)
-        sum.unknown += earlier.unknown
-        sum.resentAfterUnknown += earlier.resentAfterUnknown
-        sum.expired += earlier.expired
-        sum.skippedByBudget += earlier.skippedByBudget
-        sum.duplicatesAvoided += earlier.duplicatesAvoided
-        sum.answeredBeforeRestart += earlier.answeredBeforeRestart
-        sum.resentAfterBackOff += earlier.resentAfterBackOff
         sum.broadcasts += earlier.broadcasts
         sum.fallbackAlerts += earlier.fallbackAlerts
-        sum.pruneWithheld += earlier.pruneWithheld
-        sum.tokensRemoved += earlier.tokensRemoved
         sum.seconds += earlier.seconds
         sum.runs += earlier.runs
-        sum.android = android.adding(earlier.android)
-        sum.androidSkipped += earlier.androidSkipped
-        sum.androidStopped = androidStopped ?? earlier.androidStopped
         sum.warnings = earlier.warnings + warnings.filter { !earlier.warnings.contains($0) }
         sum.supersededBy = supersededBy ?? earlier.supersededBy
         return sum
@@ -135,9 +115,14 @@ public struct FanoutReport: Sendable, Equatable {
         writer.key("seconds"); writer.double((seconds * 1000).rounded() / 1000)
         writer.key("pushesPerSecond"); writer.double(pushesPerSecond.rounded())
         writer.key("runs"); writer.int(runs)
+        writer.key("lanes"); writer.beginObject()
+        for (lane, report) in lanes.all { writer.key(lane.name); report.write(to: &writer) }
+        writer.endObject()
+        // The FCM lane as it was reported before lanes (clients read it).
         writer.key("android"); writer.beginObject()
-        for (name, value) in android.members { writer.key(name); writer.int(value) }
-        writer.key("skipped"); writer.int(androidSkipped)
+        for name in ["targets", "delivered", "pruned", "failed", "unknown", "expired", "skipped"] {
+            writer.key(name); writer.int(android.counts.first { $0.0 == name }?.1 ?? 0)
+        }
         writer.key("stopped"); if let androidStopped { writer.string(androidStopped) } else { writer.null() }
         writer.endObject()
         writer.key("warnings"); writer.beginArray()
@@ -164,12 +149,8 @@ public struct FanoutReport: Sendable, Equatable {
         serial = UInt32(value["serial"]?.int64Value ?? 0)
         kind = value["kind"]?.stringValue ?? ""
         func int(_ key: String) -> Int { Int(value[key]?.int64Value ?? 0) }
-        targets = int("targets"); delivered = int("delivered"); retried = int("retried"); unknown = int("unknown")
-        resentAfterUnknown = int("resentAfterUnknown"); expired = int("expired"); skippedByBudget = int("skippedByBudget")
-        duplicatesAvoided = int("duplicatesAvoided"); answeredBeforeRestart = int("answeredBeforeRestart")
-        resentAfterBackOff = int("resentAfterBackOff")
-        broadcasts = int("broadcasts"); fallbackAlerts = int("fallbackAlerts"); pruneWithheld = int("pruneWithheld")
-        tokensRemoved = int("tokensRemoved")
+        retried = int("retried")
+        broadcasts = int("broadcasts"); fallbackAlerts = int("fallbackAlerts")
         for (key, member) in value["pruned"]?.objectMembers ?? [] { pruned[key] = Int(member.int64Value ?? 0) }
         for (key, member) in value["failed"]?.objectMembers ?? [] { failed[key] = Int(member.int64Value ?? 0) }
         stopped = value["stopped"]?.stringValue
@@ -178,12 +159,27 @@ public struct FanoutReport: Sendable, Equatable {
         lastAnswerMs = value["lastAnswerMs"]?.doubleValue
         seconds = value["seconds"]?.doubleValue ?? 0
         runs = max(1, int("runs"))
-        if let member = value["android"] {
-            func count(_ key: String) -> Int { Int(member[key]?.int64Value ?? 0) }
-            android.targets = count("targets"); android.delivered = count("delivered"); android.pruned = count("pruned")
-            android.failed = count("failed"); android.unknown = count("unknown"); android.expired = count("expired")
-            androidSkipped = count("skipped")
-            androidStopped = member["stopped"]?.stringValue
+        if let members = value["lanes"]?.objectMembers {
+            for (name, member) in members { if let lane = Lane(name: name) { lanes[lane] = LaneReport(json: member) } }
+        } else {
+            // A report from before lanes: its Android member is the FCM lane, the rest is APNs'.
+            var fcm = LaneReport()
+            if let member = value["android"] {
+                fcm = LaneReport(json: member)
+                fcm.stopped = member["stopped"]?.stringValue
+            }
+            var apns = LaneReport()
+            apns.delivered = int("delivered") - fcm.delivered
+            apns.pruned = prunedTotal - fcm.pruned
+            apns.failed = failedTotal - fcm.failed
+            apns.unknown = int("unknown") - fcm.unknown
+            apns.expired = int("expired") - fcm.expired
+            apns.answeredBeforeRestart = int("answeredBeforeRestart"); apns.duplicatesAvoided = int("duplicatesAvoided")
+            apns.skippedByBudget = int("skippedByBudget"); apns.resentAfterUnknown = int("resentAfterUnknown")
+            apns.resentAfterBackOff = int("resentAfterBackOff"); apns.pruneWithheld = int("pruneWithheld")
+            apns.tokensRemoved = int("tokensRemoved")
+            lanes[.apns] = apns
+            lanes[.fcm] = fcm
         }
         warnings = value["warnings"]?.arrayValue?.compactMap(\.stringValue) ?? []
         supersededBy = value["supersededBy"]?.int64Value.map { UInt32(clamping: $0) }

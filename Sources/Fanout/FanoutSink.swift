@@ -44,8 +44,9 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
     private var firstPush: MonotonicInstant?
     private var firstAnswer: MonotonicInstant?
     private var lastAnswer: MonotonicInstant?
-    /// This event's latencies and back-off retries (the pool's own counters mix every event on it).
-    private var latency = LatencyHistogram()
+    /// This event's latencies per lane (a lane's histogram made at its first answer: each is
+    /// 400 KB) and back-off retries (the pool's own counters mix every event on it).
+    private var latencies = PerLane<LatencyHistogram?> { _ in nil }
     private var retries = 0
     private let log: AuditLog?
     private let groupTopics: [String]
@@ -130,8 +131,12 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
             if firstAnswer == nil { firstAnswer = now }
             lastAnswer = now
             if let window = slot.window { windows[window].answer(sequence) }
-            if push.resentAfterUnknown { report.resentAfterUnknown += 1 }
-            if let latency = push.latency { self.latency.record(nanoseconds: latency.nanoseconds) }
+            if push.resentAfterUnknown { report.lanes[Lane(kind: slot.kind)].resentAfterUnknown += 1 }
+            if let latency = push.latency {
+                let lane = Lane(kind: slot.kind)
+                if latencies[lane] == nil { latencies[lane] = LatencyHistogram() }
+                latencies[lane]!.record(nanoseconds: latency.nanoseconds)
+            }
             retries += push.retries
             record(push, slot: slot)
             if inFlight <= wakeAt { lock.broadcast() }
@@ -164,14 +169,14 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
             judge(breaker: breaker, final: false)
         }
         let fcm = slot.kind == .fcm
+        let lane = Lane(kind: slot.kind)
         switch push.outcome {
         case .delivered, .deliveredAfterRetry:
-            report.delivered += 1
-            if fcm { report.android.delivered += 1 }
+            report.lanes[lane].delivered += 1
         case .tokenDead:
             let reason = push.refusalName ?? "Unregistered"
             report.pruned[reason, default: 0] += 1
-            if fcm { report.android.pruned += 1 }
+            report.lanes[lane].pruned += 1
             let token = push.token.withBytes { Array($0) }
             // A 410 carries the moment APNs learnt the token was dead, and FCM's errors carry none,
             // so for them the event's start stands in: a phone that registered again since keeps
@@ -184,14 +189,12 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
                 prunes.append(PruneCandidate(kind: slot.kind, token: token, registeredBefore: before, reason: reason))
             }
         case .unknown:
-            report.unknown += 1
-            if fcm { report.android.unknown += 1 }
+            report.lanes[lane].unknown += 1
         case .expired:
-            report.expired += 1
-            if fcm { report.android.expired += 1 }
+            report.lanes[lane].expired += 1
         case .failedAfterRetry, .requestBug, .authOrConnectionFailure:
             report.failed[push.refusalName ?? (push.status == 0 ? "connection" : "HTTP \(push.status)"), default: 0] += 1
-            if fcm { report.android.failed += 1 }
+            report.lanes[lane].failed += 1
         }
     }
 
@@ -251,25 +254,32 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
     /// The broadcasts' answers: each is a target, delivered or failed by its reason.
     func recordBroadcasts(_ answers: [ChannelClient.Answer]) {
         lock.withLock {
+            // Channels are APNs': their broadcasts are the APNs lane's targets.
             report.broadcasts += answers.count
-            report.targets += answers.count
             for answer in answers {
-                if answer.succeeded { report.delivered += 1 } else { report.failed[answer.reason?.name ?? "connection", default: 0] += 1 }
+                if answer.succeeded {
+                    report.lanes[.apns].delivered += 1
+                } else {
+                    report.failed[answer.reason?.name ?? "connection", default: 0] += 1
+                    report.lanes[.apns].failed += 1
+                }
             }
         }
     }
 
-    /// What a pass counted itself, added once per pass (not per target).
-    func add(_ counts: ScanCounts) {
+    /// What a pass counted itself, per lane, added once per pass (not per target).
+    func add(_ counts: PerLane<ScanCounts>) {
         lock.withLock {
-            report.answeredBeforeRestart += counts.answeredBeforeRestart
-            report.unknown += counts.unknown
-            report.resentAfterUnknown += counts.resentAfterUnknown
-            report.resentAfterBackOff += counts.resentAfterBackOff
-            report.duplicatesAvoided += counts.duplicatesAvoided
-            report.skippedByBudget += counts.skippedByBudget
-            report.expired += counts.expired
-            report.androidSkipped += counts.androidSkipped
+            for (lane, counts) in counts.all {
+                report.lanes[lane].answeredBeforeRestart += counts.answeredBeforeRestart
+                report.lanes[lane].unknown += counts.unknown
+                report.lanes[lane].resentAfterUnknown += counts.resentAfterUnknown
+                report.lanes[lane].resentAfterBackOff += counts.resentAfterBackOff
+                report.lanes[lane].duplicatesAvoided += counts.duplicatesAvoided
+                report.lanes[lane].skippedByBudget += counts.skippedByBudget
+                report.lanes[lane].expired += counts.expired
+                report.lanes[lane].skipped += counts.skipped
+            }
         }
     }
 
@@ -415,19 +425,19 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
 
     /// At the end: judges every group on what it got and counts what the breaker kept; returns
     /// the breaker's reason and the event's retries and latencies.
-    func finishBreaker() -> (tripped: StopReason?, retries: Int, latency: LatencyHistogram) {
-        let result = lock.withLock { () -> (tripped: StopReason?, retries: Int, latency: LatencyHistogram) in
+    func finishBreaker() -> (tripped: StopReason?, retries: Int, latencies: PerLane<LatencyHistogram?>) {
+        let result = lock.withLock { () -> (tripped: StopReason?, retries: Int, latencies: PerLane<LatencyHistogram?>) in
             for breaker in breakerAnswers.indices { judge(breaker: breaker, final: true) }
             // A tripped breaker withholds every bad-token prune of its provider, also those of
             // groups judged clean: the sender, not the phones, was wrong.
-            for (android, stop) in [(false, tripped), (true, androidTripped)] where stop != nil {
-                let ofLane = { (prune: PruneCandidate) in prune.behindBreaker && (prune.kind == .fcm) == android }
-                report.pruneWithheld += heldPrunes.reduce(0) { $0 + $1.filter(ofLane).count } + prunes.filter(ofLane).count
+            for (lane, stop) in [(Lane.apns, tripped), (Lane.fcm, androidTripped)] where stop != nil {
+                let ofLane = { (prune: PruneCandidate) in prune.behindBreaker && Lane(kind: prune.kind) == lane }
+                report.lanes[lane].pruneWithheld += heldPrunes.reduce(0) { $0 + $1.filter(ofLane).count } + prunes.filter(ofLane).count
                 prunes.removeAll(where: ofLane)
                 heldPrunes = heldPrunes.map { $0.filter { !ofLane($0) } }
             }
             report.androidStopped = androidTripped.map(Self.androidText)
-            return (tripped, retries, latency)
+            return (tripped, retries, latencies)
         }
         log?.flush()
         return result

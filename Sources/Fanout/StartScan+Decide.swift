@@ -11,7 +11,7 @@ import Vocabulary
 extension StartScanner {
     /// Reads one batch of `part`'s scan, decides per target, and hands out what it holds (the
     /// last chunk too: a part's chunk never waits for the other part's turn).
-    func step(_ part: inout Part, plan: StartPlan, groupPushes: EventPushes, counts: inout ScanCounts) throws(FanoutError) {
+    func step(_ part: inout Part, plan: StartPlan, groupPushes: EventPushes, counts lanes: inout PerLane<ScanCounts>) throws(FanoutError) {
         checkShouldStop()
         if stopped != nil { return }
         let more: Bool
@@ -27,6 +27,7 @@ extension StartScanner {
             let minLevel = batch.minLevels[index]
             if let floor = plan.floor, minLevel <= floor { continue }
             let kind = batch.kinds[index]
+            let lane = Lane(kind: kind)
             let broadcast = batch.broadcast[index]
             let tokenSlice = batch.token(at: index)
             guard let (token, hash) = tokenSlice.withUnsafeBytes({ raw in
@@ -43,15 +44,15 @@ extension StartScanner {
                 // A group whose message FCM cannot carry: its Android phones are counted, not
                 // sent to, and not marked handled — a later group that can carry it still may.
                 if !androidStopped, groupPushes.androidRefusal != nil {
-                    if !tally.isHandled(hash), passedOverByRefusedGroup.insert(hash).inserted { counts.androidSkipped += 1 }
+                    if !tally.isHandled(hash), passedOverByRefusedGroup.insert(hash).inserted { lanes[lane].skipped += 1 }
                     continue
                 }
                 // Carried by this group after all: no longer skipped (counted where it ends now).
-                if !passedOverByRefusedGroup.isEmpty, passedOverByRefusedGroup.remove(hash) != nil { counts.androidSkipped -= 1 }
+                if !passedOverByRefusedGroup.isEmpty, passedOverByRefusedGroup.remove(hash) != nil { lanes[lane].skipped -= 1 }
                 // An Android phone: its Live Update start through FCM. Without a lane (no
                 // `android` member for the app) or once Android stopped, counted, not sent.
                 guard !androidStopped, let start = groupPushes.androidStart else {
-                    if !tally.isHandled(hash) { tally.markHandled(hash); counts.androidSkipped += 1 }
+                    if !tally.isHandled(hash) { tally.markHandled(hash); lanes[lane].skipped += 1 }
                     continue
                 }
                 group = start
@@ -66,23 +67,23 @@ extension StartScanner {
             if part.inOldWindow {
                 if ScanWindow.precedesOrEquals(ScanWindow.position(of: entry), part.resume.oldSubmitted) {
                     if part.resume.oldAnswered.contains(hash) {
-                        counts.answeredBeforeRestart += 1
+                        lanes[lane].answeredBeforeRestart += 1
                         entry.answered = true
                     } else if part.resume.oldOffWire.contains(hash) {
                         // Answered "not processed" and waiting for its back-off resend when
                         // the earlier run died: on no connection, so sending it now cannot
                         // put a second start on the phone. Kept as off the wire in this run's
                         // checkpoints until this send is on record (`resentOffWire`).
-                        counts.resentAfterBackOff += 1
+                        lanes[lane].resentAfterBackOff += 1
                         pendingOffWire.append(hash)
                     } else if event.onUnknown == .report {
                         // In flight when the earlier run died: it may have arrived. A second
                         // start would put a second activity on the phone.
-                        counts.unknown += 1
+                        lanes[lane].unknown += 1
                         entry.answered = true
                     } else {
                         // `resend`: sent again, maybe a second start on the phone; the report says so.
-                        counts.resentAfterUnknown += 1
+                        lanes[lane].resentAfterUnknown += 1
                     }
                     tally.markHandled(hash)
                     try add(ChunkTarget(entry: entry, group: entry.answered ? nil : group, slot: slot), part: part)
@@ -91,7 +92,7 @@ extension StartScanner {
                 part.inOldWindow = false
             }
             if tally.isHandled(hash) {
-                counts.duplicatesAvoided += 1
+                lanes[lane].duplicatesAvoided += 1
                 entry.answered = true
                 try add(ChunkTarget(entry: entry, group: nil, slot: slot), part: part)
                 continue
@@ -99,14 +100,14 @@ extension StartScanner {
             tally.markHandled(hash)
             // The start budget counts Android starts too: a Live Update is as loud as an activity.
             if kind != .device, let limit = startLimit, tally.recentStarts(hash) >= limit {
-                counts.skippedByBudget += 1
+                lanes[lane].skippedByBudget += 1
                 entry.answered = true
                 try add(ChunkTarget(entry: entry, group: nil, slot: slot), part: part)
                 continue
             }
             if MonotonicInstant.now() >= deadline {
                 // Past the event's deadline nothing more is sent; what was not is expired.
-                counts.expired += 1
+                lanes[lane].expired += 1
                 continue
             }
             try add(ChunkTarget(entry: entry, group: group, slot: slot), part: part)

@@ -115,7 +115,7 @@ final class StartScanner {
     /// holds up an iOS start.
     func run(_ plan: StartPlan) throws(FanoutError) {
         startedWindows.insert(plan.window)
-        var counts = ScanCounts()
+        var counts = PerLane { _ in ScanCounts() }
         defer { sink.add(counts) }
         let groupPushes = pushes[plan.group.index]
         func scan(kind: TokenKind?, excluding: TokenKind?, from resume: StartPlan.Resume, batch: Int) -> TopicScan {

@@ -16,7 +16,11 @@ package final class ServiceMetrics: Sendable {
         var pushes: [Key: Int] = [:]
         /// (app, reason) → tokens APNs called dead.
         var pruned: [Key: Int] = [:]
-        var latency: [String: LatencyHistogram] = [:]
+        /// (app, provider lane) → latencies.
+        var latency: [Key: LatencyHistogram] = [:]
+        /// (app, provider lane) → tokens removed from the store, and bad-token answers a breaker kept.
+        var removed: [Key: Int] = [:]
+        var withheld: [Key: Int] = [:]
         var eventSeconds: [Double] = Array(repeating: 0, count: ServiceMetrics.eventBuckets.count)
         var eventCount = 0
         var eventSum = 0.0
@@ -54,7 +58,13 @@ package final class ServiceMetrics: Sendable {
                 totals.android[Key(app: app, kind: kind, label: outcome), default: 0] += count
             }
             if report.androidSkipped > 0 { totals.androidSkipped[app, default: 0] += report.androidSkipped }
-            totals.latency[app, default: LatencyHistogram()].merge(result.latency)
+            for case let (lane, histogram?) in result.latencies.all {
+                totals.latency[Key(app: app, kind: "", label: lane.name), default: LatencyHistogram()].merge(histogram)
+            }
+            for (lane, books) in report.lanes.all {
+                if books.tokensRemoved > 0 { totals.removed[Key(app: app, kind: "", label: lane.name), default: 0] += books.tokensRemoved }
+                if books.pruneWithheld > 0 { totals.withheld[Key(app: app, kind: "", label: lane.name), default: 0] += books.pruneWithheld }
+            }
             totals.eventCount += 1
             totals.eventSum += report.seconds
             for (index, bound) in Self.eventBuckets.enumerated() where report.seconds <= bound { totals.eventSeconds[index] += 1 }
@@ -75,9 +85,19 @@ package final class ServiceMetrics: Sendable {
             if parts.count > 1 { labels.append(("reason", parts[1])) }
             text.sample("sokuho_pushes_total", labels, count)
         }
-        text.family("sokuho_pruned_tokens_total", .counter, help: "Answers saying a token is dead, by app and APNs reason.")
+        text.family("sokuho_pruned_tokens_total", .counter,
+                    help: "Answers saying a token is dead, by app and the provider's reason (kept by a tripped breaker too: see sokuho_tokens_removed_total).")
         for (key, count) in snapshot.pruned.sorted(by: { "\($0.key)" < "\($1.key)" }) {
             text.sample("sokuho_pruned_tokens_total", [("app", key.app), ("reason", key.label)], count)
+        }
+        text.family("sokuho_tokens_removed_total", .counter, help: "Tokens removed from the store after a dead-token answer, by app and provider lane.")
+        for (key, count) in snapshot.removed.sorted(by: { "\($0.key)" < "\($1.key)" }) {
+            text.sample("sokuho_tokens_removed_total", [("app", key.app), ("provider", key.label)], count)
+        }
+        text.family("sokuho_prune_withheld_total", .counter,
+                    help: "Dead-token answers not pruned because the lane's circuit breaker tripped (a wrong environment, topic or Firebase project), by app and provider lane.")
+        for (key, count) in snapshot.withheld.sorted(by: { "\($0.key)" < "\($1.key)" }) {
+            text.sample("sokuho_prune_withheld_total", [("app", key.app), ("provider", key.label)], count)
         }
         text.family("sokuho_android_messages_total", .counter,
                     help: "FCM messages to Android phones that reached their final outcome, by app, event kind and outcome (also in sokuho_pushes_total).")
@@ -87,10 +107,10 @@ package final class ServiceMetrics: Sendable {
         text.family("sokuho_android_skipped_total", .counter,
                     help: "Android phones events did not send to: the app has no android member, or Android stopped (FCM breaker, refused service account).")
         for (app, count) in snapshot.androidSkipped.sorted(by: { $0.key < $1.key }) { text.sample("sokuho_android_skipped_total", [("app", app)], count) }
-        text.family("sokuho_push_latency_seconds", .histogram, help: "From a push's first submission to its final answer.")
-        for (app, histogram) in snapshot.latency.sorted(by: { $0.key < $1.key }) {
+        text.family("sokuho_push_latency_seconds", .histogram, help: "From a push's first submission to its final answer, by app and provider lane.")
+        for (key, histogram) in snapshot.latency.sorted(by: { "\($0.key)" < "\($1.key)" }) {
             let buckets = Self.latencyBucketsMs.map { (upperBound: $0 / 1000, cumulative: histogram.count(atMost: $0)) }
-            text.histogram("sokuho_push_latency_seconds", [("app", app)], buckets: buckets,
+            text.histogram("sokuho_push_latency_seconds", [("app", key.app), ("provider", key.label)], buckets: buckets,
                            sum: Double(histogram.sumNanoseconds) / 1e9, count: histogram.total)
         }
         text.family("sokuho_event_duration_seconds", .histogram, help: "How long each event's fan-out took.")

@@ -63,6 +63,21 @@ import Testing
         #expect(unknown <= Self.inFlightWindow + fcmWindow, "unknown \(unknown)")
         #expect(report["delivered"]?.int64Value == Int64(killed.acceptedSinceKill()))
         #expect(report["runs"]?.int64Value == 2)
+        // Each lane's books are its own phones': the unknowns of the FCM lane are Android phones
+        // (the report said unknown 1,226, all Android, beside android.unknown 0), its delivered
+        // are the Android starts the rerun sent, and every total is the lanes' sum.
+        func count(_ value: JSONValue?, _ name: String) -> Int { Int(value?[name]?.int64Value ?? -1) }
+        let apns = report["lanes"]?["apns"], fcm = report["lanes"]?["fcm"]
+        #expect(android.never <= count(fcm, "unknown") && count(fcm, "unknown") <= fcmWindow, "Android never \(android.never), FCM lane \(String(describing: fcm))")
+        #expect(ios.never <= count(apns, "unknown") && count(apns, "unknown") <= Self.inFlightWindow, "iOS never \(ios.never), APNs lane \(String(describing: apns))")
+        #expect(count(fcm, "delivered") == android.perPhone.count - atKill.android, "\(String(describing: fcm))")
+        #expect(count(apns, "delivered") == ios.perPhone.count - atKill.ios, "\(String(describing: apns))")
+        for name in ["targets", "delivered", "unknown", "expired", "answeredBeforeRestart", "duplicatesAvoided", "resentAfterBackOff", "tokensRemoved"] {
+            #expect(count(report, name) == count(apns, name) + count(fcm, name), "\(name): \(report)")
+        }
+        for name in ["targets", "delivered", "unknown", "skipped"] {
+            #expect(count(report["android"], name) == count(fcm, name), "android.\(name): \(report)")
+        }
     }
 
     @Test func withOnUnknownResendEveryPhoneGetsAStartAndTheDuplicatesAreCounted() throws {

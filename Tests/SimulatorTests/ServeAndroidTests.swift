@@ -35,6 +35,10 @@ import Testing
         #expect(Set(scenario.fcmMessages().keys) == Set((0..<3).map(FanoutScenario.fcmToken)))
         #expect(scenario.devicePushes().count == 4)
         #expect(daemon.metric(#"sokuho_android_messages_total{app="\#(testBundle)/production",kind="start",outcome="delivered"}"#) == 3)
+        // Each lane's share: in the report, and the latency of each provider apart.
+        #expect(report["lanes"]?["fcm"]?["delivered"]?.int64Value == 3 && report["lanes"]?["apns"]?["delivered"]?.int64Value == 4, "\(finished.jsonText)")
+        #expect(daemon.metric(#"sokuho_push_latency_seconds_count{app="\#(testBundle)/production",provider="fcm"}"#) == 3)
+        #expect(daemon.metric(#"sokuho_push_latency_seconds_count{app="\#(testBundle)/production",provider="apns"}"#) == 4)
         #expect(daemon.metric(#"sokuho_fcm_connections_up{app="\#(testBundle)/production"}"#) == 1)
         #expect((daemon.metric(#"sokuho_fcm_access_tokens_total{app="\#(testBundle)/production"}"#) ?? 0) >= 1)
         #expect(daemon.metric(#"sokuho_credential_check_ok{app="\#(testBundle)/production"}"#) == 1, "the token exchange passed")
