@@ -210,13 +210,30 @@ package final class Router: @unchecked Sendable {
         writer.beginObject()
         writer.key("apps"); writer.beginArray()
         for runtime in status.runningApps {
+            // Each lane's pool (APNs', and FCM's with an `android` member): the app is ready while
+            // any of them can send — an FCM outage must not take the iOS sender out of its load
+            // balancer, nor the reverse. `connectionsUp` and `halted` stay APNs' (as before lanes).
+            var lanes = [("apns", runtime.pool)]
+            if let android = runtime.android { lanes.append(("fcm", android.pool)) }
+            let laneReady = lanes.map { $0.1.connectionsUp > 0 && $0.1.haltMessage == nil }
+            if !laneReady.contains(true) { ready = false }
             let up = runtime.pool.connectionsUp
             let halted = runtime.pool.haltMessage
-            if up == 0 || halted != nil { ready = false }
             writer.beginObject()
             writer.key("app"); writer.string(runtime.name)
+            writer.key("ready"); writer.bool(laneReady.contains(true))
             writer.key("connectionsUp"); writer.int(up)
             writer.key("halted"); if let halted { writer.string(halted) } else { writer.null() }
+            writer.key("lanes"); writer.beginArray()
+            for ((provider, pool), laneIsReady) in zip(lanes, laneReady) {
+                writer.beginObject()
+                writer.key("provider"); writer.string(provider)
+                writer.key("ready"); writer.bool(laneIsReady)
+                writer.key("connectionsUp"); writer.int(pool.connectionsUp)
+                writer.key("halted"); if let message = pool.haltMessage { writer.string(message) } else { writer.null() }
+                writer.endObject()
+            }
+            writer.endArray()
             // Reported, not part of readiness: a failed check is a warning for the operator (the
             // standby has the same key), and pushes themselves halt the pool if it is refused.
             writer.key("credentialCheck")

@@ -1,4 +1,6 @@
+import IO
 import JSONCore
+import RedisTestSupport
 import Simulator
 import Testing
 
@@ -7,8 +9,8 @@ import Testing
 /// in `/metrics`; the credential check covers the service account.
 @Suite struct ServeAndroidTests {
     /// The app's Android side on the scenario's simulator (FCM on the push port, its CA).
-    static func android(_ scenario: FanoutScenario) -> String {
-        #","android":{"package":"com.example.quake","serviceAccountFile":"\#(scenario.running.simulator.fcmServiceAccountFile)","fcmHost":"127.0.0.1:\#(scenario.running.port)","caFile":"\#(scenario.running.certificates.ca)","connections":1}"#
+    static func android(_ scenario: FanoutScenario, fcmPort: Int? = nil) -> String {
+        #","android":{"package":"com.example.quake","serviceAccountFile":"\#(scenario.running.simulator.fcmServiceAccountFile)","fcmHost":"127.0.0.1:\#(fcmPort ?? scenario.running.port)","caFile":"\#(scenario.running.certificates.ca)","connections":1}"#
     }
 
     static func androidRegistration(_ id: String, token: String, topic: String = "region:0", minLevel: Int = 0) -> String {
@@ -53,6 +55,28 @@ import Testing
         _ = try daemon.waitForEvent(try #require(try JSONParser.parse(update.body)["url"]?.stringValue))
         let messages = scenario.fcmMessages()
         #expect((0..<3).allSatisfy { messages[FanoutScenario.fcmToken($0)]?.map { $0["data"]?["kind"]?.stringValue ?? "" } == ["start", "update"] })
+    }
+
+    /// Issue 32: a lane's failure is the lane's. An FCM that cannot be reached shows as the FCM
+    /// lane down on `/readyz` while the app stays ready (its APNs lane sends): a load balancer
+    /// must not take the iOS sender out for an Android outage.
+    @Test func anFCMLaneThatCannotConnectShowsDownWhileTheAppStaysReady() throws {
+        let scenario = try FanoutScenario()
+        let nowhere = try RedisTestSupport.freePort()
+        let member = Self.android(scenario, fcmPort: nowhere)
+        let daemon = try ServeTests.Daemon(scenario, appExtra: member)
+        defer { _ = daemon.stop() }
+        var ready = daemon.curl("GET", "/readyz", admin: false)
+        let deadline = MonotonicInstant.now() + .seconds(60)
+        while ready.status != 200, MonotonicInstant.now() < deadline { sleep(milliseconds: 50); ready = daemon.curl("GET", "/readyz", admin: false) }
+        #expect(ready.status == 200, "\(ready.body)")
+        let app = try #require(try JSONParser.parse(ready.body)["apps"]?.arrayValue?.first)
+        let lanes = app["lanes"]?.arrayValue ?? []
+        #expect(app["ready"]?.boolValue == true, "\(ready.body)")
+        #expect(lanes.map { $0["provider"]?.stringValue ?? "" } == ["apns", "fcm"], "\(ready.body)")
+        #expect(lanes.first?["ready"]?.boolValue == true && (lanes.first?["connectionsUp"]?.int64Value ?? 0) > 0, "\(ready.body)")
+        #expect(lanes.last?["ready"]?.boolValue == false && lanes.last?["connectionsUp"]?.int64Value == 0, "\(ready.body)")
+        #expect(try ClusterEventTests.specProblems(daemon, "GET", "/readyz").isEmpty)
     }
 
     /// Issue 32: an event that fits APNs but not FCM is accepted (202, the warning in the answer),
