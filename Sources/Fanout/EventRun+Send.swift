@@ -55,7 +55,7 @@ extension EventRun {
         var numbered: [StartPlan] = []
         for var plan in plans {
             plan.window = windows.count
-            windows.append(ScanWindow(topic: plan.group.topic, capacity: max(16_384, 4 * gate.limit), completed: plan.resume.resumeFrom,
+            windows.append(ScanWindow(topic: plan.group.topic, capacity: max(16_384, 4 * gate.maximumLimit), completed: plan.resume.resumeFrom,
                                       firstSegment: plan.firstSegment))
             if let androidGate {
                 // Its answers are written whole in each record (no answer log: the log is the APNs
@@ -63,7 +63,7 @@ extension EventRun {
                 // up to 255 bytes inline, and this is each pass's second window (a full one holds up
                 // only the FCM scan, which waits then for the message holding it).
                 plan.androidWindow = windows.count
-                windows.append(ScanWindow(topic: plan.group.topic, capacity: androidGate.limit + 2 * androidGate.batch,
+                windows.append(ScanWindow(topic: plan.group.topic, capacity: androidGate.maximumLimit + 2 * androidGate.batch,
                                           completed: plan.androidResume.resumeFrom, firstSegment: nil))
             }
             plan.startSlot = slots.count

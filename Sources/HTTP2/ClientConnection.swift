@@ -189,6 +189,13 @@ public final class ClientConnection: EventLoopSource, @unchecked Sendable {
         return max(0, min(link.session.remoteMaximumConcurrentStreams, streams.capacity) - streams.active)
     }
 
+    /// The streams the connection may have open at once while it is open: the server's latest
+    /// SETTINGS_MAX_CONCURRENT_STREAMS, at most our own cap; nil unless open.
+    public var grantedStreams: Int? {
+        guard case let .open(link) = stage else { return nil }
+        return min(link.session.remoteMaximumConcurrentStreams, streams.capacity)
+    }
+
     /// Closes at once without waiting for the streams in flight: each fails first (unknown, unless
     /// provably unprocessed), then the delegate hears of the close, all before this returns. Not
     /// from inside this connection's own callbacks (nghttp2 may be running): from another source's

@@ -32,7 +32,8 @@ public final class ConnectionPool: Sendable {
     /// refuses what needed the pool, the daemon goes on.
     public init(configuration: PoolConfiguration, sink: PushOutcomeSink? = nil) throws(TransportError) {
         state = PoolState(connections: configuration.connections, messagesPerMinute: configuration.messagesPerMinute)
-        handOut = HandOutGate(connections: configuration.connections, streamsPerConnection: configuration.streamsPerConnection)
+        let handOut = HandOutGate(connections: configuration.connections, streamsPerConnection: configuration.streamsPerConnection)
+        self.handOut = handOut
         let threadCount = max(1, min(configuration.threads, configuration.connections))
         var loops: [EventLoop] = []
         var senders: [LoopSender] = []
@@ -40,7 +41,8 @@ public final class ConnectionPool: Sendable {
             let loop = try EventLoop(name: "sokuho-send-\(index)")
             // Connections are dealt round-robin: loop i owns connections i, i+threads, …
             let share = configuration.connections / threadCount + (index < configuration.connections % threadCount ? 1 : 0)
-            let sender = LoopSender(loop: loop, connections: share, configuration: configuration, sink: sink, pool: state)
+            let sender = LoopSender(loop: loop, connections: share, configuration: configuration, sink: sink, pool: state,
+                                    grants: (handOut, index))
             loops.append(loop)
             senders.append(sender)
         }

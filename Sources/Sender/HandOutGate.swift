@@ -1,5 +1,6 @@
 import IO
 import Synchronization
+import Vocabulary
 
 /// How many start pushes every run on one pool may have handed out and not yet seen answered,
 /// together: what the pool's connections can have on the wire (`connections × streams`) plus one
@@ -17,8 +18,18 @@ import Synchronization
 /// it belongs to). A release is one atomic subtraction; a producer that waits names the level it
 /// waits for, and only the release that reaches it takes the lock to wake it.
 public final class HandOutGate: Sendable {
-    /// `connections × streams + batch`.
-    public let limit: Int
+    /// `connections × streams + batch` as configured: the most `limit` can be (what a scan
+    /// window is sized for).
+    public let maximumLimit: Int
+    /// The wire as the servers grant it plus `batch`: each connection's streams are the fewer of
+    /// the configured ones and the server's latest SETTINGS_MAX_CONCURRENT_STREAMS (FCM commonly
+    /// grants 100 where 250 are configured; APNs lowers and raises it with load). Sized for the
+    /// configured streams, the gate let pushes wait in the pool's queue that no stream could take —
+    /// never written, yet unknown after a kill.
+    public var limit: Int { currentLimit.load(ordering: .relaxed) }
+    private let currentLimit: Atomic<Int>
+    /// Per loop (`LoopSender`), how many streams its connections' servers grant fewer than configured.
+    private let shortfalls = Lock<[Int: Int]>([:])
     /// `B`: the most a producer hands out at once (and so what waits in the pool's queue).
     public let batch: Int
     private let outstanding = Atomic<Int>(0)
@@ -36,7 +47,20 @@ public final class HandOutGate: Sendable {
     public init(connections: Int, streamsPerConnection: Int) {
         let wire = max(1, connections) * max(1, streamsPerConnection)
         batch = Self.batch(forWire: wire)
-        limit = wire + batch
+        maximumLimit = wire + batch
+        currentLimit = Atomic(wire + batch)
+    }
+
+    /// A loop's connections are granted `shortfall` streams fewer than configured (0: all of
+    /// them): the limit follows, and a raised limit wakes the producers waiting for room.
+    public func granted(loop: Int, shortfall: Int) {
+        let (old, new) = shortfalls.withLock { table -> (Int, Int) in
+            let old = maximumLimit - table.values.reduce(0, +)
+            table[loop] = shortfall
+            return (old, max(batch, maximumLimit - table.values.reduce(0, +)))
+        }
+        currentLimit.store(new, ordering: .sequentiallyConsistent)
+        if new > old { nudgeWaiters() }
     }
 
     /// Pushes handed out and not yet answered, over every run on the pool.

@@ -14,6 +14,7 @@ extension LoopSender {
 
     func connection(_ connection: ClientConnection, didReceive response: ResponseView, stream: Int) {
         guard let (slot, job) = take(stream, on: connection) else { return }
+        noteGrant(slot)
         if accessTokens != nil { return fcmAnswered(response, job: job, on: slot) }
         let now = MonotonicInstant.now()
         let isSuccess = (200..<300).contains(response.status)

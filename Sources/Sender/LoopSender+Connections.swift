@@ -118,6 +118,18 @@ extension LoopSender {
         counters.connectionsOpened += 1
         pool.connectionOpened()
         slots[connection.ownerIndex].failuresInARow = 0
+        noteGrant(slots[connection.ownerIndex])
+    }
+
+    /// Tells the pool's gate when the streams a connection's server grants changed (one compare
+    /// per answer; the gate's lock only on a change): what the gate lets producers hand out is
+    /// then what the wire can carry, plus a batch.
+    func noteGrant(_ slot: PooledConnection) {
+        guard let grants, !slot.replaced, let granted = slot.connection.grantedStreams, granted != slot.grant else { return }
+        slot.grant = granted
+        let configured = max(1, configuration.streamsPerConnection)
+        let shortfall = slots.reduce(0) { sum, slot in slot.replaced ? sum : sum + configured - min(configured, slot.grant ?? configured) }
+        grants.gate.granted(loop: grants.loop, shortfall: shortfall)
     }
 
     func connection(_ connection: ClientConnection, didClose error: TransportError?, goAway: GoAwayInfo?) {

@@ -80,6 +80,9 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         var accessTokenGeneration = 0
         /// APNs allows one stream on a new token connection until a push is accepted (APNS.md §6).
         var hadSuccess = false
+        /// The streams the server granted when last looked at (`ClientConnection.grantedStreams`;
+        /// nil: not yet, counted as configured), as told to the pool's gate.
+        var grant: Int?
         var reconnectAt = MonotonicInstant(nanoseconds: 0)
         var backoff: Duration = .zero
         var retire = false
@@ -102,8 +105,13 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
     /// Response headers a sender reads: APNs' ids and reasons, and Retry-After.
     static let keptResponseHeaders = ["apns-", "retry-after"]
 
-    init(loop: EventLoop, connections: Int, configuration: PoolConfiguration, sink: PushOutcomeSink?, pool: PoolState) {
+    /// The pool's gate and this loop's index in it: the gate follows the streams the servers grant.
+    let grants: (gate: HandOutGate, loop: Int)?
+
+    init(loop: EventLoop, connections: Int, configuration: PoolConfiguration, sink: PushOutcomeSink?, pool: PoolState,
+         grants: (gate: HandOutGate, loop: Int)? = nil) {
         self.loop = loop
+        self.grants = grants
         self.configuration = configuration
         self.sink = sink
         self.pool = pool

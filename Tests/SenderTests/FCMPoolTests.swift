@@ -116,6 +116,24 @@ struct FCMRun {
         #expect(run.generations == 1 && run.simulator.fcmTokensGranted == 1, "one access token serves the whole run")
     }
 
+    @Test("the pool's hand-out gate follows the streams FCM grants (100), not the 250 configured: nothing waits in the queue that no stream could take")
+    func theGateFollowsTheGrantedStreams() throws {
+        let simulator = try testSimulator { $0.seed = 7 }
+        defer { simulator.stop() }
+        var (pool, _) = try FCMRun.pool(simulator)
+        pool.streamsPerConnection = 250
+        let sender = try ConnectionPool(configuration: pool)
+        defer { sender.shutdown() }
+        let batch = HandOutGate.batch(forWire: 2 * 250)
+        #expect(sender.handOut.maximumLimit == 2 * 250 + batch && sender.handOut.limit == 2 * 250 + batch)
+        let group = PushGroup(label: "fcm", template: FCMRun.template, projectID: simulator.fcmServiceAccount.projectID,
+                              deadline: MonotonicInstant.now() + .seconds(30), resendUnknown: false)
+        sender.send((0..<400).map { PushJob(token: FCMRun.token($0), group: group, id: UInt64($0)) })
+        #expect(sender.waitUntilFinished(timeout: .seconds(40)))
+        #expect(sender.handOut.limit == 2 * 100 + batch, "limit \(sender.handOut.limit)")
+        #expect(sender.handOut.maximumLimit == 2 * 250 + batch)
+    }
+
     @Test("an unregistered token is dead, another project's is dead behind the breaker, and the rest are delivered")
     func deadTokensAreToldApart() throws {
         let run = try FCMRun.run(pushes: 200) { configuration in
