@@ -18,8 +18,8 @@ import Vocabulary
 /// template's TTL, the widest any message of it can carry.
 ///
 /// Checked once, here: data keys (not empty, not repeated, not reserved — `FCMDataKey`), the TTL
-/// (`FCMDuration`), the collapse key, and the size with room for the longest token
-/// (`FCMPayloadLimit`), so no body built from a template can be over FCM's limit.
+/// (`FCMDuration`), the collapse key, and the payload's size as FCM counts it (`FCMPayloadLimit`:
+/// the data and notification texts, which no token changes), so no message of it is over FCM's limit.
 public struct FCMMessageTemplate: Sendable, Equatable {
     /// `{"message":{"token":"`, the same for every template.
     public static let prefix: [UInt8] = Array(#"{"message":{"token":""#.utf8)
@@ -80,8 +80,15 @@ public struct FCMMessageTemplate: Sendable, Equatable {
         } else {
             ttl = nil
         }
-        try FCMPayloadLimit.check(bodyCount(tokenByteCount: DeviceToken.fcmByteCount.upperBound))
+        payloadCount = FCMPayloadLimit.count(data: data, notification: notification)
+        try FCMPayloadLimit.check(payloadCount)
     }
+
+    /// The message's payload as FCM counts it (`FCMPayloadLimit`): the same for every token.
+    public let payloadCount: Int
+
+    /// The longest body any token can make of it (a sender's buffer holds this).
+    public var maximumBodyCount: Int { bodyCount(tokenByteCount: DeviceToken.fcmByteCount.upperBound) }
 
     /// The body's length for a token of `tokenByteCount` bytes.
     public func bodyCount(tokenByteCount: Int) -> Int { Self.prefix.count + tokenByteCount + suffix.count }

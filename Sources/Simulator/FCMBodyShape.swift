@@ -21,7 +21,7 @@ struct FCMBodyShape {
 
     mutating func check(_ body: [UInt8]) throws(FCMRefusal) -> FCMMessageRules.Send {
         let split = Self.split(body)
-        if known, let (token, restStart) = split, body.count <= FCMPayloadLimit.maximumBytes,
+        if known, let (token, restStart) = split,
            body.count - restStart == rest.count, Self.equal(body, from: restStart, rest) {
             return FCMMessageRules.Send(token: token, validateOnly: validateOnly)
         }

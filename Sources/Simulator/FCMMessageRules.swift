@@ -16,10 +16,6 @@ enum FCMMessageRules {
     }
 
     static func check(_ body: [UInt8]) throws(FCMRefusal) -> Send {
-        // FCMPayloadLimit's reading: the whole body counts.
-        guard body.count <= FCMPayloadLimit.maximumBytes else {
-            throw .invalidArgument("message", "Message is too big: \(body.count) bytes; the limit is \(FCMPayloadLimit.maximumBytes)")
-        }
         let parsed: JSONValue
         do { parsed = try JSONParser.parse(body) } catch { throw .invalidJSON("\(error)") }
         guard let root = parsed.objectMembers else { throw .invalidJSON("The body is not a JSON object.") }
@@ -50,6 +46,14 @@ enum FCMMessageRules {
             }
         }
         guard let target else { throw .invalidArgument("message", "Recipient of the message is not set.") }
+        // The payload as Google counts it (FCMPayloadLimit): data keys and values, notification texts.
+        let data = message.first { $0.key == "data" }?.value.objectMembers?.map { ($0.key, $0.value.stringValue ?? "") } ?? []
+        let notification = message.first { $0.key == "notification" }?.value
+        let payload = FCMPayloadLimit.count(data: data, notification: FCMNotification(title: notification?["title"]?.stringValue,
+                                                                                      body: notification?["body"]?.stringValue))
+        guard payload <= FCMPayloadLimit.maximumBytes else {
+            throw .invalidArgument("message", "Message is too big: \(payload) bytes of payload (data keys and values, notification texts); the limit is \(FCMPayloadLimit.maximumBytes)")
+        }
         let text = try string(target.value, at: "message.\(target.name)")
         switch target.name {
         case "token":

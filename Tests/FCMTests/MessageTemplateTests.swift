@@ -82,17 +82,20 @@ import Vocabulary
         } catch { #expect(error.field == "message.android.ttl") }
     }
 
-    @Test func theSizeIsCheckedOnceWithRoomForTheLongestToken() throws {
+    @Test func theSizeIsThePayloadAsFCMCountsItDataKeysAndValuesAndNotificationTextsUnescaped() throws {
         let high = FCMAndroidOptions(priority: .high)
-        let overhead = try FCMMessageTemplate(data: [("k", "")], android: high).bodyCount(tokenByteCount: DeviceToken.fcmByteCount.upperBound)
-        let room = FCMPayloadLimit.maximumBytes - overhead
-        let fits = try FCMMessageTemplate(data: [("k", String(repeating: "x", count: room))], android: high)
-        #expect(fits.bodyCount(tokenByteCount: 255) == 4096)
+        let limit = FCMPayloadLimit.sendableBytes
+        #expect(limit == 4096 - 96)
+        // Quotes escape to two bytes each in the body; FCM counts them once.
+        let quotes = String(repeating: "\"", count: limit - 1 - 1 - 5)
+        let fits = try FCMMessageTemplate(data: [("k", quotes)], android: high, notification: FCMNotification(title: "t", body: "bodyx"))
+        #expect(fits.payloadCount == limit)
+        #expect(fits.maximumBodyCount > 2 * (limit - 8), "its body is longer than FCM's 4,096 bytes, and is sent")
         do {
-            _ = try FCMMessageTemplate(data: [("k", String(repeating: "x", count: room + 1))], android: high)
-            Issue.record("a 4,097-byte body was accepted")
+            _ = try FCMMessageTemplate(data: [("k", quotes + "x")], android: high, notification: FCMNotification(title: "t", body: "bodyx"))
+            Issue.record("a payload over the limit was accepted")
         } catch {
-            #expect(error.field == "message" && error.message.contains("4097 bytes") && error.message.contains("by 1 bytes"))
+            #expect(error.field == "message" && error.message.contains("\(limit + 1) bytes") && error.message.contains("by 1 bytes"), "\(error)")
         }
     }
 

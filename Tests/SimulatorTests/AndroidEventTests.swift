@@ -80,10 +80,30 @@ import Vocabulary
         }
     }
 
-    /// A content state APNs carries (its JSON is embedded as it is) that FCM cannot (a data value
-    /// is a string: every quote escaped): region:1's groups[0], about 3.4 KB on APNs, 4.9 KB on FCM.
-    static let fitsAPNsNotFCM = [("region:1", 5, "one\",\"pad\":[" + Array(repeating: "\"a\"", count: 650).joined(separator: ",") + "],\"end\":\"x"),
-                                 ("region:2", 3, "two")]
+    /// A group APNs carries and FCM cannot: region:1's 2.6 KB content state is an APNs start of
+    /// about 2.9 KB, but its Android start also carries the event's 1.5 KB fallback alert (the
+    /// notification for phones whose app is not running), 4.3 KB of payload; region:2's fits both.
+    /// Sent with `longFallbackAlert`.
+    static let fitsAPNsNotFCM = [("region:1", 5, String(repeating: "a", count: 2_600)), ("region:2", 3, "two")]
+    static let longFallbackAlert = #","fallbackAlert":{"title":"Earthquake","body":"\#(String(repeating: "b", count: 1_500))"}"#
+
+    /// A content state whose JSON is mostly quotes: 2.7 KB as FCM counts it (unescaped), 4.4 KB as
+    /// a JSON body with every quote escaped — the reading Sokuho used before, which refused it.
+    static let quotedContent = [("region:1", 5, "one\",\"pad\":[" + Array(repeating: "\"a\"", count: 650).joined(separator: ",") + "],\"end\":\"x")]
+
+    /// Issue 32: the size as FCM counts it — data keys and values and notification texts,
+    /// unescaped — so content APNs carries is not refused for Android over its JSON escaping.
+    @Test func contentFCMCountsUnderItsLimitReachesTheAndroidPhonesThoughItsBodyIsLonger() throws {
+        let scenario = try FanoutScenario()
+        try scenario.register(Self.phones())
+        let run = scenario.fanout(scenario.event("start.json", startEvent(key: "eew-quoted", groups: Self.quotedContent, channel: "null")), scenario.android)
+        #expect(run.code == .success, "\(run)")
+        let messages = scenario.fcmMessages()
+        #expect(Set(messages.keys) == [FanoutScenario.fcmToken(0), FanoutScenario.fcmToken(1)], "\(messages.keys)")
+        #expect(messages.values.allSatisfy { $0.count == 1 && ($0[0]["data"]?["contentState"]?.stringValue?.utf8.count ?? 0) > 2_600 })
+        let report = try JSONParser.parse(run.out)
+        #expect(report["warnings"]?.arrayValue?.isEmpty == true && report["lanes"]?["fcm"]?["delivered"]?.int64Value == 2, "\(run.out)")
+    }
 
     /// Issue 32: an event whose group fits APNs but not FCM reaches every iOS phone; that group's
     /// Android phones are counted, not sent to, and the report and exit status say why — while a
@@ -91,7 +111,8 @@ import Vocabulary
     @Test func aGroupFCMCannotCarryCostsOnlyItsAndroidPhones() throws {
         let scenario = try FanoutScenario()
         try scenario.register(Self.phones())
-        let run = scenario.fanout(scenario.event("start.json", startEvent(key: "eew-big", groups: Self.fitsAPNsNotFCM, channel: "null")), scenario.android)
+        let run = scenario.fanout(scenario.event("start.json", startEvent(key: "eew-big", groups: Self.fitsAPNsNotFCM, channel: "null",
+                                                                                 extra: Self.longFallbackAlert)), scenario.android)
         #expect(run.code == .refused, "exit 1: Android phones left out\n\(run)")
         #expect(run.err.contains("1 Android phones not sent to: groups[0] (region:1) for Android"), "\(run.err)")
         let pushes = scenario.devicePushes()
@@ -103,7 +124,7 @@ import Vocabulary
         #expect(report["android"]?["skipped"]?.int64Value == 1 && report["android"]?["delivered"]?.int64Value == 2, "\(run.out)")
         #expect(report["delivered"]?.int64Value == 4 && report["stopped"]?.stringValue == nil, "\(run.out)")
         let warnings = report["warnings"]?.arrayValue?.compactMap(\.stringValue) ?? []
-        #expect(warnings.count == 1 && warnings[0].hasPrefix("groups[0] (region:1) for Android: ") && warnings[0].contains("4096"), "\(warnings)")
+        #expect(warnings.count == 1 && warnings[0].hasPrefix("groups[0] (region:1) for Android: ") && warnings[0].contains("4096 less a 96-byte margin"), "\(warnings)")
     }
 
     @Test func anAppWithoutAnAndroidSideSendsToIOSAndCountsTheAndroidPhonesItLeftOut() throws {

@@ -99,7 +99,7 @@ import Vocabulary
                 (Array(#"{"message":{"data":{}}}"#.utf8), "message", .fixRequest),
                 // Google names no field for a bad token, only says so in the message.
                 (Array(#"{"message":{"token":"has space"}}"#.utf8), nil, .removeTokenBehindBreaker),
-                (message(#""data":{"k":"\#(String(repeating: "x", count: 4000))"}"#), "message", .fixRequest),
+                (message(#""data":{"k":"\#(String(repeating: "x", count: 4096))"}"#), "message", .fixRequest),
             ]
             let answers = try client.perform(cases.map { FCMClient.send($0.body, bearer: bearer) })
             for (answer, expected) in zip(answers, cases) {

@@ -91,7 +91,8 @@ import Testing
             #expect(ios.status == 201, "\(ios.body)")
         }
         let groups = AndroidEventTests.fitsAPNsNotFCM.map { ("region:0", $0.1, $0.2) }.prefix(1)
-        let accepted = daemon.curl("POST", "/v1/events", body: startEvent(key: "eew-big", groups: Array(groups), channel: "null"))
+        let accepted = daemon.curl("POST", "/v1/events", body: startEvent(key: "eew-big", groups: Array(groups), channel: "null",
+                                                                          extra: AndroidEventTests.longFallbackAlert))
         #expect(accepted.status == 202, "\(accepted.body)")
         let answer = try JSONParser.parse(accepted.body)
         #expect(answer["warnings"]?.arrayValue?.first?.stringValue?.hasPrefix("groups[0] (region:0) for Android: ") == true, "\(accepted.body)")
