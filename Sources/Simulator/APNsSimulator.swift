@@ -96,6 +96,10 @@ public final class APNsSimulator: Sendable {
     /// as when a token expires mid-event (without a test waiting for it).
     public func expireFCMAccessTokens() { shared.fcm.expireAll() }
 
+    /// The FCM service account's key is deleted mid-event: the tokens granted so far are refused
+    /// (401) and the token endpoint answers `invalid_grant` "Invalid JWT Signature.".
+    public func revokeFCMServiceAccount() { shared.fcm.revoke() }
+
     /// Stops listening, drops every connection and ends the loop threads.
     /// Stops serving and joins the loop threads. Safe to call more than once (a test may stop the
     /// server mid-run and again when it cleans up); only the first call does anything.

@@ -98,6 +98,8 @@ struct FCMSimulatorHandler {
         }
         do throws(OAuthRefusal) {
             try rules.check(contentType: request.header("content-type"), body: request.body, now: WallClock.seconds())
+            // A deleted key: Google's answer to an assertion it signed (the signature no longer checks).
+            if state.revoked { throw OAuthRefusal("invalid_grant", "Invalid JWT Signature.") }
         } catch {
             shared.counters.withLock { $0.fcmTokensRefused[error.body.error, default: 0] += 1 }
             return ServerResponse(status: 400, headers: json, body: error.body.json)

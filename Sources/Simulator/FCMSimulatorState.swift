@@ -48,6 +48,17 @@ final class FCMSimulatorState: Sendable {
         generation.add(1, ordering: .releasing)
     }
 
+    /// Whether the service account's key was deleted: no more access tokens (`revoke`).
+    var revoked: Bool { revokedFlag.load(ordering: .acquiring) }
+    private let revokedFlag = Atomic<Bool>(false)
+
+    /// The key is deleted in the console: every token granted so far stops working and the token
+    /// endpoint refuses the account's assertions (`invalid_grant`).
+    func revoke() {
+        revokedFlag.store(true, ordering: .releasing)
+        expireAll()
+    }
+
     /// Counts one message against the quota; the wait when it is spent.
     func admit() -> Duration? { quota.withLock { $0.admit(at: .now()) } }
 }

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import IO
 import JSONCore
 import Simulator
 import SokuhoCLI
@@ -125,6 +129,39 @@ import Vocabulary
         #expect(report["delivered"]?.int64Value == 4 && report["stopped"]?.stringValue == nil, "\(run.out)")
         let warnings = report["warnings"]?.arrayValue?.compactMap(\.stringValue) ?? []
         #expect(warnings.count == 1 && warnings[0].hasPrefix("groups[0] (region:1) for Android: ") && warnings[0].contains("4096 less a 96-byte margin"), "\(warnings)")
+    }
+
+    /// Issue 32: a lane's failure is the lane's. The service account's key is deleted mid-event
+    /// (FCM refuses its tokens, Google's token endpoint answers invalid_grant): Android stops,
+    /// saying why in its lane, every Android phone is accounted for once, and every iOS phone
+    /// gets its start as if Android were not there.
+    @Test func anAndroidLaneWhoseCredentialsAreRefusedMidEventLeavesEveryIOSPhoneDelivered() throws {
+        let scenario = try FanoutScenario { $0.latency = .milliseconds(20) }
+        let ios = (0..<3_000).map { FanoutScenario.token($0) }, android = (0..<2_000).map { FanoutScenario.fcmToken($0) }
+        try scenario.register(ios.enumerated().map { FanoutScenario.Phone(id: "i\($0)", token: $1, topics: [("region:1", 0)]) }
+            + android.enumerated().map { FanoutScenario.Phone(id: "a\($0)", token: $1, kind: .fcm, topics: [("region:1", 0)]) })
+        let path = scenario.event("start.json", startEvent(key: "eew-revoked", groups: Self.regionOne, channel: "null"))
+        // 1,000 Android messages a second: the Android side takes 2 s, the key goes at 300.
+        let child = ChildProcess(SimulatorProcessTests.binary, ["fanout", path, "--json"] + scenario.connection + scenario.android
+                                 + ["--fcm-connections", "1", "--fcm-messages-per-minute", "60000"])
+        let giveUp = MonotonicInstant.now() + .seconds(60)
+        while scenario.running.simulator.counters.fcmAccepted < 300, MonotonicInstant.now() < giveUp { usleep(5_000) }
+        scenario.running.simulator.revokeFCMServiceAccount()
+        let out = child.readRest()
+        let status = child.wait()
+        #expect(status == 1, "exit 1: Android phones were left out\n\(out)\n\(child.stderr)")
+        let starts = scenario.devicePushes()
+        #expect(ios.allSatisfy { starts[$0]?.count == 1 }, "\(ios.filter { starts[$0]?.count != 1 }.count) iOS phones without exactly one start")
+        let messages = scenario.fcmMessages()
+        #expect(messages.values.allSatisfy { $0.count == 1 } && messages.count >= 300 && messages.count < 2_000, "\(messages.count) Android phones reached")
+        let report = try JSONParser.parse(Array(out.utf8))
+        let apns = report["lanes"]?["apns"], fcm = report["lanes"]?["fcm"]
+        func count(_ lane: JSONValue?, _ name: String) -> Int { Int(lane?[name]?.int64Value ?? -1) }
+        #expect(count(apns, "delivered") == 3_000 && apns?["stopped"] == .null && report["stopped"] == .null, "\(out)")
+        #expect(fcm?["stopped"]?.stringValue?.contains("invalid_grant") == true, "\(out)")
+        // Every Android phone once: a message FCM took, one refused when the key went, or not sent.
+        #expect(count(fcm, "delivered") == messages.count, "\(out)")
+        #expect(count(fcm, "targets") + count(fcm, "skipped") == 2_000, "\(out)")
     }
 
     @Test func anAppWithoutAnAndroidSideSendsToIOSAndCountsTheAndroidPhonesItLeftOut() throws {
