@@ -33,6 +33,12 @@ public struct EventLedgerEntry: Sendable, Equatable {
     /// When it was accepted (ms since 1970).
     public var acceptedAt: UInt64
     public var isDone: Bool { shards.allSatisfy { $0.report != nil } }
+
+    public init(shards: [Shard], acceptedBy: String, acceptedAt: UInt64) {
+        self.shards = shards
+        self.acceptedBy = acceptedBy
+        self.acceptedAt = acceptedAt
+    }
 }
 
 /// The cluster's record of events, as atomic Lua scripts (EVAL) on plain hashes and one stream:

@@ -52,6 +52,14 @@ package enum ClusterEvents {
         return writer.bytes
     }
 
+    /// The event's report from its ledger's shard reports.
+    package static func report(of ledger: EventLedgerEntry, key: String, serial: UInt32) -> FanoutReport {
+        var report = sum(ledger.shards.compactMap { $0.report.flatMap(FanoutReport.init(json:)) })
+        report.eventKey = key
+        report.serial = serial
+        return report
+    }
+
     /// `GET /v1/events/{key}/{serial}` for a cluster event: state, summed report, and each shard.
     package static func status(id: String, ledger: EventLedgerEntry) -> [UInt8] {
         let reports = ledger.shards.compactMap { $0.report.flatMap(FanoutReport.init(json:)) }
@@ -92,6 +100,11 @@ extension Service {
         if event.key.utf8.count + ShardRecordKey.overhead > StoreLimits.maximumNameBytes {
             return .refused(.invalidEvent, message: "key: is \(event.key.utf8.count) bytes; in a cluster at most \(StoreLimits.maximumNameBytes - ShardRecordKey.overhead) (each shard's records add to it)")
         }
+        // Every shard of this serial ended (their records are every node's): it was sent, whatever
+        // Redis remembers now — a Redis restarted empty would take it as new and send it again.
+        if let finished = finishedShards(key: event.key, serial: event.serial, cluster: cluster, bodyHash: bodyHash) {
+            return .alreadySent(ClusterEvents.report(of: finished, key: event.key, serial: event.serial))
+        }
         // What this node asked of the cluster before, and its ask for this serial, written before
         // the script is sent: a crash or a lost answer after it leaves the key in doubt, not free.
         let known: [ClusterAcceptances.Record]
@@ -110,6 +123,9 @@ extension Service {
             let has: Bool
             do { has = try cluster.read { connection throws(RedisError) in try connection.eventLedger(key: event.key, serial: event.serial) != nil } } catch {
                 return inDoubt(event, known: known, problem: error.description)
+            }
+            if !has, let finished = finishedShards(key: event.key, serial: event.serial, cluster: cluster) {
+                return .alreadySent(ClusterEvents.report(of: finished, key: event.key, serial: event.serial))
             }
             if !has {
                 noteLost(key: event.key, serial: event.serial, record: earlier, cluster: cluster)
@@ -160,10 +176,7 @@ extension Service {
             }
             if answer == .same, let ledger = try? cluster.read({ connection throws(RedisError) in try connection.eventLedger(key: event.key, serial: event.serial) }),
                ledger.isDone {
-                var report = ClusterEvents.sum(ledger.shards.compactMap { $0.report.flatMap(FanoutReport.init(json:)) })
-                report.eventKey = event.key
-                report.serial = event.serial
-                return .alreadySent(report)
+                return .alreadySent(ClusterEvents.report(of: ledger, key: event.key, serial: event.serial))
             }
             logger.info("event accepted", Self.eventFields(event) + [("cluster", .text(cluster.node))])
             return .acceptedByCluster(id: id, warnings: warnings)
@@ -199,10 +212,14 @@ extension Service {
         let id = EventQueue.id(key: key, serial: serial)
         let ledger: EventLedgerEntry?
         do { ledger = try cluster.read { connection throws(RedisError) in try connection.eventLedger(key: key, serial: serial) } } catch {
+            // A finished event's shards' records say how it ended; nothing Redis holds changes that.
+            if let finished = finishedShards(key: key, serial: serial, cluster: cluster) { return .found(ClusterEvents.status(id: id, ledger: finished)) }
             return .unreachable(error.description)
         }
         if let ledger { return .found(ClusterEvents.status(id: id, ledger: ledger)) }
-        // Redis does not have it. If it said it had it, it lost it.
+        // Redis does not have it. Every shard ended, as their records on this node say: it is done.
+        if let finished = finishedShards(key: key, serial: serial, cluster: cluster) { return .found(ClusterEvents.status(id: id, ledger: finished)) }
+        // If Redis said it had it, it lost it.
         guard let record = try? ClusterAcceptances.records(key: key, in: store).first(where: { $0.serial == serial }), record.state != .asked,
               WallClock.milliseconds() < record.askedAt + UInt64(RedisConnection.eventRetention.milliseconds) else {
             return .unknown
@@ -211,11 +228,34 @@ extension Service {
         return .found(ClusterEvents.lostStatus(id: id, acceptedBy: cluster.node))
     }
 
+    /// The ledger of a cluster event every shard of which ended, as the shards' own records on
+    /// this node say (each node's are replicated to every node, so they outlive a Redis that
+    /// lost the event): nil while one is missing or still sending. `bodyHash`: only a serial
+    /// sent with this body.
+    package func finishedShards(key: String, serial: UInt32, cluster: ClusterNode, bodyHash: [UInt8]? = nil) -> EventLedgerEntry? {
+        guard let records = try? store.shardSerials(eventKey: key) else { return nil }
+        var splits: [Int: [Int: EventSerialRecord]] = [:]
+        for record in records where record.serial == serial && (bodyHash == nil || record.bodyHash == bodyHash) {
+            guard let (shard, count) = ShardRecordKey.shard(of: record.eventKey) else { continue }
+            splits[count, default: [:]][shard] = record
+        }
+        for (count, shards) in splits.sorted(by: { $0.key < $1.key }) where shards.count == count {
+            let ended = (1...count).compactMap { shards[$0] }.filter { $0.phase != .sending && !$0.report.isEmpty }
+            guard ended.count == count else { continue }
+            let accepted = (try? ClusterAcceptances.records(key: key, in: store))?.contains { $0.serial == serial } ?? false
+            return EventLedgerEntry(shards: ended.map { EventLedgerEntry.Shard(report: $0.report) }, acceptedBy: accepted ? cluster.node : "",
+                                    acceptedAt: ended.map(\.startedAt).min() ?? 0)
+        }
+        return nil
+    }
+
     /// An event Redis accepted and no longer has: its unsent phones were never sent. Noted in the
     /// store (GET answers `lost`), logged and counted once per node and event — counted and
     /// logged only while it could still have been sending (a finished event's record expiring
     /// from a flushed Redis lost no phone).
     package func noteLost(key: String, serial: UInt32, record: ClusterAcceptances.Record, cluster: ClusterNode) {
+        // A finished event lost no phone: its shards' records say how it ended.
+        guard finishedShards(key: key, serial: serial, cluster: cluster) == nil else { return }
         guard cluster.counters.lostEvents.withLock({ $0.insert(EventQueue.id(key: key, serial: serial)).inserted }) else { return }
         try? ClusterAcceptances.note(.lost, key: key, serial: serial, bodyHash: [], body: record.body, askedAt: record.askedAt, in: store)
         guard WallClock.milliseconds() < record.sendingUntil + 60_000 else { return }

@@ -11,6 +11,14 @@ public enum ShardRecordKey {
         return String(key[..<range.lowerBound])
     }
 
+    /// The shard (one-based) and shard count a shard's record key names; nil for any other key.
+    public static func shard(of key: String) -> (shard: Int, count: Int)? {
+        guard key.hasSuffix("⟩"), let range = key.ranges(of: marker).last else { return nil }
+        let numbers = key[range.upperBound...].dropLast().split(separator: "/")
+        guard numbers.count == 2, let shard = Int(numbers[0]), let count = Int(numbers[1]), (1...count).contains(shard) else { return nil }
+        return (shard, count)
+    }
+
     /// Bytes `make` adds to the event key at most.
     public static let overhead = 24
 

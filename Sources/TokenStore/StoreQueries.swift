@@ -82,6 +82,27 @@ extension TokenStore {
         return try eventRecords(from: prefix) { $0.starts(with: prefix) }
     }
 
+    /// The serial records of every cluster shard of `eventKey`, any serial and shard split
+    /// (`ShardRecordKey`): each node holds every node's, replicated, so they outlive the cluster's
+    /// Redis. Their start records and answer segments are passed over, not decoded.
+    public func shardSerials(eventKey: String) throws(StoreError) -> [EventSerialRecord] {
+        let prefix = Array((eventKey + ShardRecordKey.marker).utf8)
+        return try read { txn throws(StoreError) in
+            try txn.withCursor(databases.events) { cursor throws(StoreError) in
+                var serials: [EventSerialRecord] = []
+                var position = try cursor.get(MDB_SET_RANGE, key: prefix)
+                while let (key, value) = position, key.starts(with: prefix) {
+                    if let nul = key.firstIndex(of: 0), nul + 1 < key.count, key[nul + 1] == UInt8(ascii: "s"),
+                       case let .serial(record) = try EventStoreRecord(key: key, value: value) {
+                        serials.append(record)
+                    }
+                    position = try cursor.get(MDB_NEXT)
+                }
+                return serials
+            }
+        }
+    }
+
     /// Every serial record in `phase` (e.g. the events a daemon accepted but had not finished when
     /// it stopped), by event key and serial.
     public func eventSerials(in phase: EventSerialRecord.Phase) throws(StoreError) -> [EventSerialRecord] {

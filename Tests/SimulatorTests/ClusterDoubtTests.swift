@@ -78,12 +78,19 @@ import Testing
         #expect(daemon.metric(#"sokuho_cluster_redis_append_only{node="a"}"#) == 1)
 
         redis.stop()
+        // Finished: every shard's record on this node says so, and nothing Redis holds changes
+        // that — already sent, done, even while Redis is away (it was 503 "in doubt").
         for _ in 0..<2 {
             let resent = daemon.exchange("POST", "/v1/events", body: event)
-            #expect(resent.status == 503 && resent.body.contains("in doubt") && resent.header("Retry-After") != nil, "\(resent.status) \(resent.body)")
+            #expect(resent.status == 200 && resent.body.contains(#""alreadySent":true"#), "\(resent.status) \(resent.body)")
             let read = daemon.exchange("GET", "/v1/events/eew-finished/1")
-            #expect(read.status == 503 && read.body.contains("cluster_unavailable") && read.header("Retry-After") != nil, "\(read.status) \(read.body)")
+            #expect(read.status == 200 && read.body.contains(#""state":"done""#), "\(read.status) \(read.body)")
         }
+        // A serial this node offered and that never finished is in doubt: refused, not run alone.
+        let unfinished = daemon.exchange("POST", "/v1/events", body: ClusterEventTests.start(key: "eew-finished", serial: 2))
+        #expect(unfinished.status == 503 && unfinished.body.contains("in doubt") && unfinished.header("Retry-After") != nil, "\(unfinished.status) \(unfinished.body)")
+        let unknownRead = daemon.exchange("GET", "/v1/events/eew-finished/2")
+        #expect(unknownRead.status == 503 && unknownRead.body.contains("cluster_unavailable") && unknownRead.header("Retry-After") != nil, "\(unknownRead.status) \(unknownRead.body)")
         // A key this node never offered still runs alone: a warning must go out during an outage.
         #expect(daemon.curl("POST", "/v1/events", body: ClusterEventTests.start(key: "eew-new-during-outage")).status == 202)
         _ = try daemon.waitForEvent("/v1/events/eew-new-during-outage/1")
@@ -101,6 +108,47 @@ import Testing
         #expect(resent.status == 200 && resent.body.contains(#""alreadySent":true"#), "\(resent.status) \(resent.body)")
         let pushes = ClusterEventTests.pushesPerPhone(scenario)
         #expect(pushes.count == 228 && pushes.values.allSatisfy { $0 == 2 }, "each phone one start per event: \(Set(pushes.values))")
+    }
+
+    /// Issue 33 item 3: a finished event whose record an empty Redis lost (a restart without an
+    /// append-only file) is done, with its report, on every node — its shards' records are
+    /// replicated to each — never lost; posted again to either node it is already sent, and no
+    /// phone gets a second start. (It was `lost`, with an error log and the lost counter at 1.)
+    @Test(arguments: RedisServerFixture.Server.allCases)
+    func aFinishedEventAnEmptyRedisForgotIsDoneOnEveryNodeAndNeverSentAgain(_ kind: RedisServerFixture.Server) throws {
+        let nodes = try ClusterEventTests.TwoNodes(kind, phones: 450)
+        let (redis, scenario, a, b) = (nodes.redis, nodes.scenario, nodes.a, nodes.b)
+        defer { _ = a.stop(); _ = b.stop() }
+        let event = ClusterEventTests.start(key: "eew-finished-forgotten")
+        #expect(a.curl("POST", "/v1/events", body: event).status == 202)
+        let done = try ClusterEventTests.waitForClusterEvent(a, "/v1/events/eew-finished-forgotten/1")
+        #expect(done["report"]?["delivered"]?.int64Value == 450, "\(done)")
+        // Each node has applied what the other published (the shards' records among it).
+        func metric(_ daemon: Daemon, _ name: String) -> Int { daemon.metric(name) ?? -1 }
+        #expect(ClusterServeTests.eventually(60) {
+            metric(a, "sokuho_cluster_replication_published_total") == metric(b, "sokuho_cluster_replication_applied_total")
+                && metric(b, "sokuho_cluster_replication_published_total") == metric(a, "sokuho_cluster_replication_applied_total")
+                && metric(a, "sokuho_cluster_replication_outbox") == 0 && metric(b, "sokuho_cluster_replication_outbox") == 0
+        }, "replication did not settle")
+        try redis.restart()  // empty: the ledger is gone
+
+        for daemon in [a, b] {
+            var read = daemon.exchange("GET", "/v1/events/eew-finished-forgotten/1")
+            #expect(ClusterServeTests.eventually(30) {
+                read = daemon.exchange("GET", "/v1/events/eew-finished-forgotten/1")
+                return read.status == 200
+            }, "\(read.status) \(read.body)")
+            let status = try JSONParser.parse(read.body)
+            #expect(status["state"]?.stringValue == "done" && status["report"]?["delivered"]?.int64Value == 450, "\(read.body)")
+            #expect(try ClusterEventTests.specProblems(daemon, "GET", "/v1/events/eew-finished-forgotten/1").isEmpty)
+            let again = try Self.submitUntilAnswered(daemon, event)
+            #expect(again.status == 200 && again.body.contains(#""alreadySent":true"#), "\(again.status) \(again.body)")
+        }
+        usleep(500_000)
+        let pushes = ClusterEventTests.pushesPerPhone(scenario)
+        #expect(pushes.count == 450 && pushes.values.allSatisfy { $0 == 1 }, "each phone one start: \(Set(pushes.values))")
+        #expect(a.metric(#"sokuho_cluster_events_lost_total{node="a"}"#) == 0 && b.metric(#"sokuho_cluster_events_lost_total{node="b"}"#) == 0)
+        #expect(!(a.child.stderr + b.child.stderr).contains("is lost"), "\(a.child.stderr)")
     }
 
     @Test(arguments: RedisServerFixture.Server.allCases)
