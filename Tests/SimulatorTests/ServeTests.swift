@@ -392,6 +392,22 @@ import Vocabulary
         #expect(daemon.curl("PUT", "/v1/installations/\(id)", body: moved, admin: false, headers: ["Authorization: Installation \(secret)"]).status == 404)
     }
 
+    /// Issue 35: content the phones cannot decode is refused at the POST, naming where — it was
+    /// accepted (202) and then failed silently on every phone.
+    @Test func anEventWhoseContentThePhonesCannotDecodeIs400AtThePost() throws {
+        let scenario = try FanoutScenario()
+        let daemon = try Daemon(scenario)
+        defer { _ = daemon.stop() }
+        let good = startEvent(key: "eew-decode", groups: [("region:0", 1, "x")], channel: "null")
+        for (content, field) in [(#""text":"x","n":1e999"#, "groups[0] (region:0): aps.content-state.n: is 1e999"),
+                                 (#""text":"x","text":"y""#, #"groups[0] (region:0): aps.content-state: has the key \"text\" twice"#)] {
+            let body = good.replacing(#""text":"x""#, with: content)
+            let answer = daemon.curl("POST", "/v1/events", body: body)
+            #expect(answer.status == 400 && answer.body.contains("invalid_event") && answer.body.contains(field), "\(answer.body)")
+        }
+        #expect(daemon.curl("POST", "/v1/events", body: good).status == 202)
+    }
+
     @Test func aBadRegistrationBodyNamesTheField() throws {
         let scenario = try FanoutScenario()
         let daemon = try Daemon(scenario)
