@@ -34,6 +34,7 @@ enum FramingSyntax {
         guard parts[0].elementsEqual("CONNECT".utf8) == false else {
             return .failure(FramingRefusal(status: 501, code: "not_implemented", message: "CONNECT is not served: this is an HTTP API, not a proxy"))
         }
+        if let problem = targetProblem(parts[1]) { return bad(problem) }
         var lengths: Set<Int> = []
         var transferEncodings: [String] = []
         for line in lines.dropFirst() {
@@ -68,6 +69,38 @@ enum FramingSyntax {
         var requestLine = lines[0]
         if version[7] != UInt8(ascii: "0"), version[7] != UInt8(ascii: "1") { requestLine[requestLine.count - 1] = UInt8(ascii: "1") }
         return .success(Head(requestLine: requestLine, body: body, releasesBody: bodyMethods.contains(method)))
+    }
+
+    /// What is wrong with a request target's escapes, or nil: every `%` starts two hex digits,
+    /// and what they decode to is UTF-8 — no overlong forms (`%C0%AE` is a disguised "."), no
+    /// stray bytes. Decoded by evhttp instead, `%zz` stayed as it was and invalid UTF-8 became
+    /// U+FFFD: a 404 for a path nobody asked for, not the 400 the request is.
+    static func targetProblem(_ target: ArraySlice<UInt8>) -> String? {
+        var decoded: [UInt8] = []
+        decoded.reserveCapacity(target.count)
+        var index = target.startIndex
+        while index < target.endIndex {
+            let byte = target[index]
+            guard byte == UInt8(ascii: "%") else { decoded.append(byte); index += 1; continue }
+            guard index + 2 < target.endIndex, let high = hexValue(target[index + 1]), let low = hexValue(target[index + 2]) else {
+                return "the request target has a '%' not followed by two hex digits; percent-encode '%' itself as %25"
+            }
+            decoded.append(high << 4 | low)
+            index += 3
+        }
+        guard String(validating: decoded, as: UTF8.self) != nil else {
+            return "the request target's percent-escapes decode to bytes that are not UTF-8 (an overlong or stray byte); encode each character's UTF-8 bytes"
+        }
+        return nil
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
     }
 
     /// Content-Length or Transfer-Encoding (a field line already judged well-formed).

@@ -72,6 +72,24 @@ import Testing
         }
     }
 
+    /// Issue 35: a malformed escape or one that decodes to bytes that are not UTF-8 is the
+    /// client's mistake, 400 — it was passed on undecoded (or as U+FFFD) and answered 404.
+    @Test(arguments: ["/v1/events/%zz/1", "/v1/events/a%2/1", "/v1/%C0%AE%C0%AE/x", "/v1/events/%FF/1", "/x?app=%E3%81"])
+    func aMalformedPercentEscapeIs400(_ target: String) throws {
+        let echo = EchoHandler()
+        try withServer(handler: echo.answer) { server in
+            let client = RawClient(port: server.ports[0])
+            client.send("GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n")
+            let answer = client.readUntilClosed(seconds: 20)
+            #expect(answer.hasPrefix("HTTP/1.1 400 "), "\(target): \(answer)")
+            #expect(answer.contains("request target"), "\(answer)")
+            #expect(echo.count.load(ordering: .relaxed) == 0, "the handler never saw it")
+        }
+        // Well-formed escapes, UTF-8 included, still reach the handler decoded.
+        let fine = try exchange("GET /v1/events/%E5%9C%B0%20a%2Fb HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        #expect(fine.hasPrefix("HTTP/1.1 200 OK\r\n") && fine.hasSuffix("GET /v1/events/地 a/b - "), "\(fine)")
+    }
+
     @Test("a chunk extension is ignored, not answered 413")
     func aChunkExtensionIsIgnored() throws {
         let answer = try exchange("POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n5;foo=bar\r\nhello\r\n6 ; a=\"b\"\r\n world\r\n0;last\r\nX-Trailer: t\r\n\r\n")
