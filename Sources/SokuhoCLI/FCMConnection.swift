@@ -32,13 +32,21 @@ enum FCMConnection {
 
     /// Sends one message `body` to `--fcm-host` for `account`'s project, within `--timeout` in all
     /// (the token exchange included); no answer at all is 69.
-    static func perform(body: [UInt8], account: ServiceAccount, _ invocation: Invocation) throws(CLIError) -> ConnectionPool.Answer {
+    /// `failedAt`: where a thrown error came from, "accessToken" (the token endpoint) or "connection"
+    /// (no answer from FCM), for a caller that must say so in its own output (`send --json`).
+    static func perform(body: [UInt8], account: ServiceAccount, _ invocation: Invocation,
+                        failedAt: (String) -> Void = { _ in }) throws(CLIError) -> ConnectionPool.Answer {
         let (host, port) = try APNsConnectionOptions.hostPort(invocation.string("--fcm-host") ?? "\(FCMEndpoint.host):443", option: "--fcm-host")
         let tls = try APNsConnectionOptions.tls(invocation)
         let serverName = try APNsConnectionOptions.serverName(invocation)
         let timeout = Duration.seconds(try invocation.double("--timeout", in: 0.1...3600) ?? 30)
         let end = MonotonicInstant.now() + timeout
-        let source = try accessTokens(account, tls: tls, timeout: timeout)
+        let source: FCMAccessTokenSource
+        do { source = try accessTokens(account, tls: tls, timeout: timeout) } catch {
+            failedAt("accessToken")
+            throw error
+        }
+        failedAt("connection")
         var configuration = PoolConfiguration(host: host, port: port, tls: tls)
         configuration.serverName = serverName
         configuration.provider = .fcm(source)

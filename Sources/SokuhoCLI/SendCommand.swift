@@ -38,7 +38,7 @@ enum SendCommand {
             OptionSpec("--input-push-token", help: "start: ask for an update token (iOS 18+; not with --input-push-channel)"),
             OptionSpec("--timestamp", value: "EPOCH", help: "aps.timestamp (default: now)"),
             OptionSpec("--timeout", value: "SECONDS", help: "give up after this long (default 30)"),
-            OptionSpec("--json", help: "print {\"status\":200,\"apnsId\":…,\"apnsUniqueId\":…,\"reason\":null}; fcm: {\"status\":200,\"name\":…,\"errorCode\":null,\"reason\":null}"),
+            OptionSpec("--json", help: "print {\"status\":200,\"apnsId\":…,\"apnsUniqueId\":…,\"reason\":null}; fcm: {\"status\":200,\"name\":…,\"errorCode\":null,\"reason\":null}, with \"status\":0 and \"failedAt\" (accessToken, connection) when FCM never answered"),
         ] + SendFCMCommand.options,
         details: """
         exit codes: 0 APNs answered 200 · 1 APNs refused (the reason is printed) · 64 usage ·

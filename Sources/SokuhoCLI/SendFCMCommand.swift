@@ -52,7 +52,24 @@ enum SendFCMCommand {
         }
         let template = try template(invocation)
         let account = try FCMConnection.serviceAccount(invocation)
-        let answer = try FCMConnection.perform(body: template.body(token: token), account: account, invocation)
+        var stage = ""
+        let answer: ConnectionPool.Answer
+        do { answer = try FCMConnection.perform(body: template.body(token: token), account: account, invocation) { stage = $0 } } catch {
+            // `--json` promises JSON on stdout whatever happened once a message was to be sent:
+            // a refused service account or no answer from FCM is said there too (and on stderr).
+            if invocation.flag("--json") {
+                var writer = JSONWriter()
+                writer.beginObject()
+                writer.key("status"); writer.int(0)
+                writer.key("name"); writer.null()
+                writer.key("errorCode"); writer.null()
+                writer.key("reason"); writer.string(error.message)
+                writer.key("failedAt"); writer.string(stage)
+                writer.endObject()
+                invocation.console.print(writer.string)
+            }
+            throw error
+        }
         report(answer, invocation: invocation)
         return answer.succeeded ? .success : .refused
     }

@@ -94,6 +94,11 @@ import Testing
             let run = send(sim, account: path, ["--data", "k=v"])
             #expect(run.code == .refused && run.err.contains("invalid_grant"), "\(run)")
             #expect(sim.counters.fcmAccepted == 0 && sim.counters.fcmRejected.isEmpty)
+            // With --json, stdout says so as JSON too (it printed nothing; issue 35).
+            let json = send(sim, account: path, ["--data", "k=v", "--json"])
+            let answer = try JSONParser.parse(Array(json.out.utf8))
+            #expect(json.code == .refused && answer["status"]?.int64Value == 0 && answer["failedAt"]?.stringValue == "accessToken", "\(json)")
+            #expect(answer["reason"]?.stringValue?.contains("invalid_grant") == true && answer["name"] == .null, "\(json)")
         }
     }
 
