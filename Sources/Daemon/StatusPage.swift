@@ -45,7 +45,7 @@ package enum StatusPage {
         appendApps(&html, status.runningApps)
         let (queued, running) = status.eventCounts
         html += "<h2>Events</h2>\n<p id=\"queue\">\(queued) queued, \(running) running</p>\n"
-        appendEvents(&html, status.recentEvents(limit: 20))
+        appendEvents(&html, status.recentEvents(limit: 20), android: status.runningApps.contains { $0.android != nil })
         appendTokens(&html, tokens)
         html += "</body></html>\n"
         return html
@@ -100,10 +100,13 @@ package enum StatusPage {
         return "<span class=\"bad\">failed: \(escape(check.message ?? ""))</span> (\(when))"
     }
 
-    private static func appendEvents(_ html: inout String, _ entries: [EventQueue.Entry]) {
+    /// `android`: whether a configured app has an Android side; without one the column would only
+    /// ever say 0 / 0.
+    private static func appendEvents(_ html: inout String, _ entries: [EventQueue.Entry], android showsAndroid: Bool) {
         guard !entries.isEmpty else { html += "<p>No events since the daemon started.</p>\n"; return }
         html += "<table id=\"events\"><tr><th>Key</th><th>Serial</th><th>Kind</th><th>App</th><th>Accepted</th><th>State</th>"
-            + "<th>Delivered / targets</th><th>Unknown</th><th>Failed</th><th>Android delivered / targets</th><th>Seconds</th><th>Delivered over time</th></tr>\n"
+            + "<th>Delivered / targets</th><th>Unknown</th><th>Failed</th>" + (showsAndroid ? "<th>Android delivered / targets</th>" : "")
+            + "<th>Seconds</th><th>Delivered over time</th></tr>\n"
         for entry in entries {
             let report = entry.report
             var state = escape(entry.state.rawValue)
@@ -121,7 +124,7 @@ package enum StatusPage {
                 + "<td>\(escape(entry.event.kind.rawValue))</td><td>\(escape(entry.app.name))</td>"
                 + "<td class=\"accepted\">\(escape(ProviderTokenClockDiagnosis.iso8601(entry.acceptedAt)))</td><td>\(state)</td>"
                 + "<td class=\"n delivered\">\(delivered)</td><td class=\"n unknown\">\(unknown)</td><td class=\"n failed\">\(failed)</td>"
-                + "<td class=\"n android\">\(android)</td><td class=\"n\">\(seconds)</td>"
+                + (showsAndroid ? "<td class=\"n android\">\(android)</td>" : "") + "<td class=\"n\">\(seconds)</td>"
                 + "<td>\(sparkline(entry.curve, targets: report?.targets ?? 0, label: entry.event.key))</td></tr>\n"
         }
         html += "</table>\n"
