@@ -117,18 +117,23 @@ extension Service {
         } catch {
             return .refused(.storeUnavailable, message: error.description)
         }
-        // This serial again, which Redis said it had: if Redis has lost it since, the accept
-        // script would take it as new and send it a second time to every phone that got it.
-        if let earlier = known.first(where: { $0.serial == event.serial }), earlier.state != .asked {
+        // This serial again, which Redis said it had — to this node, or to another whose shards
+        // of it left their records here: if Redis has lost it since, the accept script would take
+        // it as new and send it a second time to every phone that got it.
+        let earlier = known.first { $0.serial == event.serial && $0.state != .asked }
+        let shardsRan = (try? store.shardSerials(eventKey: event.key))?.contains { $0.serial == event.serial && $0.bodyHash == bodyHash } ?? false
+        if earlier != nil || shardsRan {
             let has: Bool
             do { has = try cluster.read { connection throws(RedisError) in try connection.eventLedger(key: event.key, serial: event.serial) != nil } } catch {
-                return inDoubt(event, known: known, problem: error.description)
+                if earlier != nil { return inDoubt(event, known: known, problem: error.description) }
+                return .refused(.clusterUnavailable, message: "serial: \(event.serial) of '\(event.key)' was being sent by the cluster (its shards' records are on this node), "
+                                    + "and the cluster's Redis cannot be reached (\(error.description)); running it here alone could send it a second time: send the same event again after Retry-After")
             }
             if !has, let finished = finishedShards(key: event.key, serial: event.serial, cluster: cluster) {
                 return .alreadySent(ClusterEvents.report(of: finished, key: event.key, serial: event.serial))
             }
             if !has {
-                noteLost(key: event.key, serial: event.serial, record: earlier, cluster: cluster)
+                if let earlier { noteLost(key: event.key, serial: event.serial, record: earlier, cluster: cluster) }
                 return .refused(.lost, message: "serial: \(event.serial) of '\(event.key)' was accepted by the cluster, whose Redis has lost it since (restarted without an append-only file, or flushed); "
                                     + "what it sent is not known. Send the event with a higher serial to reach the phones it missed (those it reached get it again)")
             }

@@ -181,6 +181,10 @@ import Testing
         // The same submission is not taken as new: it would start every phone that got it again.
         let resent = a.curl("POST", "/v1/events", body: ClusterEventTests.start(key: "eew-forgotten"))
         #expect(resent.status == 409 && resent.body.contains("event_lost"), "\(resent.status) \(resent.body)")
+        // Nor on the other node, which never offered it but sent shards of it (their records are
+        // on it): it answered 202 and started 792 phones a second time (issue 33).
+        let other = b.curl("POST", "/v1/events", body: ClusterEventTests.start(key: "eew-forgotten"))
+        #expect(other.status == 409 && other.body.contains("event_lost"), "\(other.status) \(other.body)")
         let (_, doubled, _) = ClusterFailureTests.coverage([scenario])
         #expect(doubled <= ClusterFailureTests.inFlightBound, "\(doubled) phones got two starts")
     }
