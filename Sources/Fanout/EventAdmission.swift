@@ -30,6 +30,9 @@ public struct EventAdmission: Sendable, Equatable {
         self.bodyHash = bodyHash
     }
 
+    /// Whether `record` is of this serial sent with this body (a shard's record included).
+    public func isSame(_ record: EventSerialRecord) -> Bool { record.serial == serial && record.bodyHash == bodyHash }
+
     /// The decision given the key's stored serial records (in the store's order: ascending).
     public func decision(given stored: [EventSerialRecord]) -> Decision {
         if let newer = stored.last(where: { $0.serial > serial }) { return .superseded(by: newer.serial) }

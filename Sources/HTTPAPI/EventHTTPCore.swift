@@ -14,6 +14,9 @@ final class EventHTTPCore: @unchecked Sendable {
     private var base: OpaquePointer?
     private var http: OpaquePointer?
     private var wakeEvent: OpaquePointer?
+    /// Every second: requests that have been arriving longer than `requestDeadline` get their 408.
+    private var deadlineEvent: OpaquePointer?
+    private let requestDeadline: Duration
     let mailbox = DeferredMailbox()
     /// Out of descriptors: 503 instead of a spinning accept (`AcceptGuard`).
     let acceptGuard = AcceptGuard()
@@ -29,6 +32,7 @@ final class EventHTTPCore: @unchecked Sendable {
          answer: @escaping @Sendable (HTTPRequest) -> HTTPAnswer) throws(HTTPServerError) {
         guard !addresses.isEmpty else { throw .noAddress }
         self.answer = answer
+        requestDeadline = limits.requestDeadline
         framing = FramingGuard(maximumHeadBytes: limits.maximumHeaderBytes)
         do throws(LibEvent.Failure) {
             base = try LibEvent.require("event_base_new", event_base_new())
@@ -70,6 +74,13 @@ final class EventHTTPCore: @unchecked Sendable {
                 Unmanaged<EventHTTPCore>.fromOpaque(context).takeUnretainedValue().wokenUp()
             }, context))
             try LibEvent.check("event_add", event_add(wakeEvent, nil))
+            deadlineEvent = try LibEvent.require("event_new", event_new(base, -1, Int16(EV_PERSIST), { _, _, context in
+                guard let context else { return }
+                let core = Unmanaged<EventHTTPCore>.fromOpaque(context).takeUnretainedValue()
+                core.framing.expireSlowRequests(deadline: core.requestDeadline)
+            }, context))
+            var second = timeval(tv_sec: 1, tv_usec: 0)
+            try LibEvent.check("event_add", event_add(deadlineEvent, &second))
         } catch {
             close()
             throw .libevent(call: error.call)
@@ -126,6 +137,8 @@ final class EventHTTPCore: @unchecked Sendable {
         framing.removeAll()
         acceptGuard.close()
         if let wakeEvent { event_free(wakeEvent) }
+        if let deadlineEvent { event_free(deadlineEvent) }
+        deadlineEvent = nil
         if let http { evhttp_free(http) }
         if let base { event_base_free(base) }
         (wakeEvent, http, base) = (nil, nil, nil)

@@ -1,4 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import CLibEvent
+import IO
 
 /// Puts a `RequestFraming` between each connection's socket and evhttp. Loop thread only.
 ///
@@ -16,6 +20,8 @@ final class FramingGuard {
         /// True while this guard rewrites the buffer (its own changes call the callback again).
         var rewriting = false
         var watchingClose = false
+        /// When the first byte of the request being read came (nil between requests).
+        var requestStarted: MonotonicInstant?
 
         init(bufferevent: OpaquePointer, maximumHeadBytes: Int) {
             self.bufferevent = bufferevent
@@ -97,6 +103,7 @@ final class FramingGuard {
             try LibEvent.count("evbuffer_remove", taken, expected: added)
             if let aside { try LibEvent.check("evbuffer_add_buffer", evbuffer_add_buffer(buffer, aside)) }
             let released = connection.framing.feed(bytes)
+            connection.requestStarted = connection.framing.isBetweenRequests ? nil : connection.requestStarted ?? MonotonicInstant.now()
             if !released.isEmpty {
                 try LibEvent.check("evbuffer_add", released.withUnsafeBytes { evbuffer_add(buffer, $0.baseAddress, $0.count) })
             }
@@ -105,6 +112,33 @@ final class FramingGuard {
             // Nothing more is released; evhttp's timeout closes the connection.
             connection.framing.abandon()
             _ = try? LibEvent.check("evbuffer_drain", evbuffer_drain(buffer, evbuffer_get_length(buffer)))
+        }
+    }
+
+    /// Answers 408 and closes every connection whose request has been arriving for longer than
+    /// `deadline` (run every second by the server's loop). Written straight to the socket (evhttp
+    /// is still reading the request, and writes nothing until it has it), then the connection is
+    /// freed; its input is drained first, so the close is a FIN the client reads after the 408,
+    /// not a reset that could discard it.
+    func expireSlowRequests(deadline: Duration) {
+        let now = MonotonicInstant.now()
+        let late = connections.values.filter { $0.requestStarted.map { now - $0 > deadline } ?? false }
+        for connection in late {
+            var argument: UnsafeMutableRawPointer?
+            bufferevent_getcb(connection.bufferevent, nil, nil, nil, &argument)
+            guard let argument else { continue }
+            let seconds = deadline.components.seconds
+            let body = #"{"error":{"code":"request_timeout","message":"the request did not arrive whole within \#(seconds) s of its first byte; send each request at once"}}"#
+            let response = Array("HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)".utf8)
+            let fd = bufferevent_getfd(connection.bufferevent)
+            if fd >= 0 {
+                var scratch = [UInt8](repeating: 0, count: 4096)
+                while scratch.withUnsafeMutableBytes({ recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }) > 0 {}
+                _ = response.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+            }
+            connection.requestStarted = nil
+            connection.framing.abandon()
+            evhttp_connection_free(OpaquePointer(argument))
         }
     }
 

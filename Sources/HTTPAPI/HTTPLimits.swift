@@ -7,10 +7,16 @@ public struct HTTPLimits: Sendable {
     /// How long a connection may sit idle while reading a request or writing a response. libevent
     /// 2.1 has one timeout for both directions (separate ones came in 2.2).
     public var timeout: Duration
+    /// How long a request may take to arrive whole, from its first byte to its last: the idle
+    /// `timeout` restarts at every byte, so a client dripping one byte a second held a connection
+    /// forever. Past it the connection is answered 408 and closed (`FramingGuard`).
+    public var requestDeadline: Duration
 
-    public init(maximumBodyBytes: Int = 1 << 20, maximumHeaderBytes: Int = 16 << 10, timeout: Duration = .seconds(30)) {
+    public init(maximumBodyBytes: Int = 1 << 20, maximumHeaderBytes: Int = 16 << 10, timeout: Duration = .seconds(30),
+                requestDeadline: Duration = .seconds(30)) {
         self.maximumBodyBytes = maximumBodyBytes
         self.maximumHeaderBytes = maximumHeaderBytes
         self.timeout = timeout
+        self.requestDeadline = requestDeadline
     }
 }

@@ -55,6 +55,15 @@ package struct RequestFraming {
         verdicts.isEmpty ? nil : verdicts.removeFirst()
     }
 
+    /// Whether no request is being read: nothing of one has come, or the stream is refused.
+    package var isBetweenRequests: Bool {
+        switch state {
+        case .head: partial.isEmpty && headLines.isEmpty
+        case .refused: true
+        case .body, .chunkSize, .chunkData, .chunkEnd, .trailer: false
+        }
+    }
+
     /// Releases nothing more (the stream can no longer be followed).
     mutating func abandon() {
         state = .refused

@@ -121,7 +121,7 @@ extension Service {
         // of it left their records here: if Redis has lost it since, the accept script would take
         // it as new and send it a second time to every phone that got it.
         let earlier = known.first { $0.serial == event.serial && $0.state != .asked }
-        let shardsRan = (try? store.shardSerials(eventKey: event.key))?.contains { $0.serial == event.serial && $0.bodyHash == bodyHash } ?? false
+        let shardsRan = (try? store.shardSerials(eventKey: event.key))?.contains(where: EventAdmission(serial: event.serial, bodyHash: bodyHash).isSame) ?? false
         if earlier != nil || shardsRan {
             let has: Bool
             do { has = try cluster.read { connection throws(RedisError) in try connection.eventLedger(key: event.key, serial: event.serial) != nil } } catch {
@@ -240,7 +240,7 @@ extension Service {
     package func finishedShards(key: String, serial: UInt32, cluster: ClusterNode, bodyHash: [UInt8]? = nil) -> EventLedgerEntry? {
         guard let records = try? store.shardSerials(eventKey: key) else { return nil }
         var splits: [Int: [Int: EventSerialRecord]] = [:]
-        for record in records where record.serial == serial && (bodyHash == nil || record.bodyHash == bodyHash) {
+        for record in records where record.serial == serial && (bodyHash.map { EventAdmission(serial: serial, bodyHash: $0).isSame(record) } ?? true) {
             guard let (shard, count) = ShardRecordKey.shard(of: record.eventKey) else { continue }
             splits[count, default: [:]][shard] = record
         }

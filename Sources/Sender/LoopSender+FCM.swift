@@ -1,6 +1,7 @@
 import FCM
 import HTTP2
 import IO
+import Vocabulary
 
 /// FCM on the pool's connections: the access token each presents, and the answers judged by
 /// `FCMResponseAction` into the same dispositions and outcomes as APNs'.
@@ -53,5 +54,21 @@ extension LoopSender {
                 + "to this project (is the Firebase Cloud Messaging API enabled, and does the account have a messaging role?)"
         }
         return "FCM refused the credentials or project: \(refusal.summary(status: status))"
+    }
+
+    /// `template` around `token` in the loop's body buffer (valid until the next push's): sized
+    /// for the longest body its templates make with the longest token, grown (once per larger
+    /// template, not per push) when one needs more — FCM counts the payload, not the body, so a
+    /// body with escapes may be longer than 4,096 bytes.
+    func spliceBody(_ template: FCMMessageTemplate, token: DeviceToken, ttlSeconds: Int64?) -> UnsafeRawBufferPointer {
+        if bodyBuffer == nil || template.maximumBodyCount > bodyCapacity {
+            bodyBuffer?.deallocate()
+            bodyCapacity = max(FCMPayloadLimit.maximumBytes, template.maximumBodyCount)
+            bodyBuffer = .allocate(byteCount: bodyCapacity, alignment: 8)
+        }
+        let buffer = bodyBuffer!
+        let capacity = bodyCapacity
+        let count = template.write(token: token, ttlSeconds: ttlSeconds, to: UnsafeMutableRawBufferPointer(start: buffer, count: capacity))
+        return UnsafeRawBufferPointer(start: buffer, count: count)
     }
 }

@@ -35,9 +35,10 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
     private var pathBuffer: UnsafeMutablePointer<UInt8>
     private var pathCapacity = 512
     /// An FCM push's body (its group's template around its token), written here per push and
-    /// copied into its stream's buffer: allocated on the first FCM group, `bodyCapacity` bytes.
-    private var bodyBuffer: UnsafeMutableRawPointer?
-    private var bodyCapacity = 0
+    /// copied into its stream's buffer: allocated on the first FCM group, `bodyCapacity` bytes
+    /// (`spliceBody`, LoopSender+FCM).
+    var bodyBuffer: UnsafeMutableRawPointer?
+    var bodyCapacity = 0
     /// An FCM pool's access tokens (nil: APNs); answers are then judged by FCM's rules (LoopSender+FCM).
     let accessTokens: FCMAccessTokenSource?
     /// The per-request limit once sent, in nanoseconds (converted once: this is added per push).
@@ -294,21 +295,5 @@ final class LoopSender: EventLoopSource, ClientConnectionDelegate, @unchecked Se
         pathBuffer.deallocate()
         pathCapacity = capacity
         pathBuffer = .allocate(capacity: capacity)
-    }
-
-    /// `template` around `token` in the loop's body buffer (valid until the next push's): sized
-    /// for the longest body its templates make with the longest token, grown (once per larger
-    /// template, not per push) when one needs more — FCM counts the payload, not the body, so a
-    /// body with escapes may be longer than 4,096 bytes.
-    private func spliceBody(_ template: FCMMessageTemplate, token: DeviceToken, ttlSeconds: Int64?) -> UnsafeRawBufferPointer {
-        if bodyBuffer == nil || template.maximumBodyCount > bodyCapacity {
-            bodyBuffer?.deallocate()
-            bodyCapacity = max(FCMPayloadLimit.maximumBytes, template.maximumBodyCount)
-            bodyBuffer = .allocate(byteCount: bodyCapacity, alignment: 8)
-        }
-        let buffer = bodyBuffer!
-        let capacity = bodyCapacity
-        let count = template.write(token: token, ttlSeconds: ttlSeconds, to: UnsafeMutableRawBufferPointer(start: buffer, count: capacity))
-        return UnsafeRawBufferPointer(start: buffer, count: count)
     }
 }

@@ -90,6 +90,37 @@ import Testing
         #expect(fine.hasPrefix("HTTP/1.1 200 OK\r\n") && fine.hasSuffix("GET /v1/events/地 a/b - "), "\(fine)")
     }
 
+    /// Issue 35: a request must arrive whole within the deadline from its first byte. A client
+    /// dripping its head (or its body) a few bytes at a time kept the idle timeout from ever
+    /// firing and held the connection forever; now it gets a framed 408 and the close.
+    @Test(arguments: ["GET /slow HTTP/1.1\r\nHost: x\r\n", "POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n"])
+    func aRequestDrippedSlowerThanTheDeadlineIsAnswered408AndClosed(_ start: String) throws {
+        let echo = EchoHandler()
+        try withServer(limits: HTTPLimits(requestDeadline: .seconds(2)), handler: echo.answer) { server in
+            let client = RawClient(port: server.ports[0])
+            client.send(start)
+            var dripped = 0
+            // Up to 10 s of a byte group every 250 ms: far past the deadline, never idle 30 s.
+            while dripped < 40, !client.answered(within: 250) {
+                client.send(start.hasPrefix("GET") ? "X-Drip: y\r\n" : "0123456789")
+                dripped += 1
+            }
+            let answer = client.readUntilClosed(seconds: 10)
+            #expect(answer.hasPrefix("HTTP/1.1 408 "), "\(answer)")
+            #expect(client.closed, "closed after the 408")
+            #expect(dripped >= 6 && dripped < 25, "answered after \(dripped) drips of 250 ms (deadline 2 s)")
+            let body = answer.firstRange(of: "\r\n\r\n").map { String(answer[$0.upperBound...]) } ?? ""
+            #expect((try? JSONParser.parse(body))?["error"]?["code"]?.stringValue == "request_timeout", "\(body)")
+            #expect(echo.count.load(ordering: .relaxed) == 0, "the handler never saw it")
+
+            // A request that arrives whole, however slowly its connection was idle before, is served.
+            let patient = RawClient(port: server.ports[0])
+            usleep(2_500_000)
+            patient.send("GET /fine HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            #expect(patient.readUntilClosed().hasPrefix("HTTP/1.1 200 OK"))
+        }
+    }
+
     @Test("a chunk extension is ignored, not answered 413")
     func aChunkExtensionIsIgnored() throws {
         let answer = try exchange("POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n5;foo=bar\r\nhello\r\n6 ; a=\"b\"\r\n world\r\n0;last\r\nX-Trailer: t\r\n\r\n")

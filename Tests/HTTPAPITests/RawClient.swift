@@ -33,6 +33,12 @@ final class RawClient {
         }
     }
 
+    /// Whether the server has sent something (or closed) within `milliseconds`.
+    func answered(within milliseconds: Int32) -> Bool {
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&poller, 1, milliseconds) > 0
+    }
+
     /// Everything the server sends until it closes the connection (or `seconds` pass without data).
     func readUntilClosed(seconds: Int32 = 10) -> String {
         let (text, closed) = readToEnd(fd, timeout: seconds)

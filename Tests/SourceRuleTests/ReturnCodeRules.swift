@@ -106,6 +106,9 @@ struct ReturnCodeRule: Sendable, CustomTestStringConvertible {
                 "evhttp_connection_get_bufferevent", "evbuffer_free",
                 // bufferevent_getcb and bufferevent_free return nothing ("event_" matches inside the name).
                 "event_getcb", "event_free",
+                // evhttp_connection_free returns nothing; bufferevent_getfd the descriptor, -1 when
+                // there is none, which its caller checks.
+                "evhttp_connection_free", "event_getfd",
             ],
             notCalls: [], ignoredPrefixes: [], excludedFiles: [], followingLines: 1, minimumCalls: 25),
         ReturnCodeRule(
