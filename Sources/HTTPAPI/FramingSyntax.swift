@@ -34,7 +34,9 @@ enum FramingSyntax {
         guard parts[0].elementsEqual("CONNECT".utf8) == false else {
             return .failure(FramingRefusal(status: 501, code: "not_implemented", message: "CONNECT is not served: this is an HTTP API, not a proxy"))
         }
-        if let problem = targetProblem(parts[1]) { return bad(problem) }
+        if let (part, problem) = targetProblem(parts[1]) {
+            return .failure(FramingRefusal(status: 400, code: part == "query" ? "invalid_query" : "invalid_path", message: problem))
+        }
         var lengths: Set<Int> = []
         var transferEncodings: [String] = []
         for line in lines.dropFirst() {
@@ -75,21 +77,25 @@ enum FramingSyntax {
     /// and what they decode to is UTF-8 — no overlong forms (`%C0%AE` is a disguised "."), no
     /// stray bytes. Decoded by evhttp instead, `%zz` stayed as it was and invalid UTF-8 became
     /// U+FFFD: a 404 for a path nobody asked for, not the 400 the request is.
-    static func targetProblem(_ target: ArraySlice<UInt8>) -> String? {
-        var decoded: [UInt8] = []
-        decoded.reserveCapacity(target.count)
-        var index = target.startIndex
-        while index < target.endIndex {
-            let byte = target[index]
-            guard byte == UInt8(ascii: "%") else { decoded.append(byte); index += 1; continue }
-            guard index + 2 < target.endIndex, let high = hexValue(target[index + 1]), let low = hexValue(target[index + 2]) else {
-                return "the request target has a '%' not followed by two hex digits; percent-encode '%' itself as %25"
+    /// Returns which part ("path" or "query") and what is wrong.
+    static func targetProblem(_ target: ArraySlice<UInt8>) -> (part: String, problem: String)? {
+        let question = target.firstIndex(of: UInt8(ascii: "?")) ?? target.endIndex
+        for (part, bytes) in [("path", target[..<question]), ("query", target[question...])] {
+            var decoded: [UInt8] = []
+            decoded.reserveCapacity(bytes.count)
+            var index = bytes.startIndex
+            while index < bytes.endIndex {
+                let byte = bytes[index]
+                guard byte == UInt8(ascii: "%") else { decoded.append(byte); index += 1; continue }
+                guard index + 2 < bytes.endIndex, let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) else {
+                    return (part, "the request target's \(part) has a '%' not followed by two hex digits; percent-encode '%' itself as %25")
+                }
+                decoded.append(high << 4 | low)
+                index += 3
             }
-            decoded.append(high << 4 | low)
-            index += 3
-        }
-        guard String(validating: decoded, as: UTF8.self) != nil else {
-            return "the request target's percent-escapes decode to bytes that are not UTF-8 (an overlong or stray byte); encode each character's UTF-8 bytes"
+            guard String(validating: decoded, as: UTF8.self) != nil else {
+                return (part, "the request target's \(part) has percent-escapes that decode to bytes that are not UTF-8 (an overlong or stray byte); encode each character's UTF-8 bytes")
+            }
         }
         return nil
     }

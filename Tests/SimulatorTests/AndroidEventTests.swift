@@ -30,13 +30,20 @@ import Vocabulary
         ]
     }
 
+    /// A scenario of `phones()` and the CLI's fan-out of one start to them, with the simulator's
+    /// FCM side unless `android` is false.
+    static func started(key: String, groups: [(String, Int, String)], extra: String = "", android: Bool = true) throws -> (FanoutScenario, CLIRun) {
+        let scenario = try FanoutScenario()
+        try scenario.register(phones())
+        let run = scenario.fanout(scenario.event("start.json", startEvent(key: key, groups: groups, channel: "null", extra: extra)), android ? scenario.android : [])
+        return (scenario, run)
+    }
+
     /// The group each reached Android phone's messages name.
     static let androidGroups = [FanoutScenario.fcmToken(0): "region:1", FanoutScenario.fcmToken(1): "region:1", FanoutScenario.fcmToken(2): "region:2"]
 
     @Test func aMixedStoreGetsOneStartPerInstallationOnItsOwnProviderWithItsGroupsContent() throws {
-        let scenario = try FanoutScenario()
-        try scenario.register(Self.phones())
-        let run = scenario.fanout(scenario.event("start.json", startEvent(key: "eew-mixed", groups: Self.groups, channel: "null")), scenario.android)
+        let (scenario, run) = try Self.started(key: "eew-mixed", groups: Self.groups)
         #expect(run.code == .success, "\(run)")
         let pushes = scenario.devicePushes()
         #expect(pushes.count == 2 && pushes.values.allSatisfy { $0.count == 1 }, "one APNs start per iOS phone: \(pushes.mapValues(\.count))")
@@ -98,9 +105,7 @@ import Vocabulary
     /// Issue 32: the size as FCM counts it — data keys and values and notification texts,
     /// unescaped — so content APNs carries is not refused for Android over its JSON escaping.
     @Test func contentFCMCountsUnderItsLimitReachesTheAndroidPhonesThoughItsBodyIsLonger() throws {
-        let scenario = try FanoutScenario()
-        try scenario.register(Self.phones())
-        let run = scenario.fanout(scenario.event("start.json", startEvent(key: "eew-quoted", groups: Self.quotedContent, channel: "null")), scenario.android)
+        let (scenario, run) = try Self.started(key: "eew-quoted", groups: Self.quotedContent)
         #expect(run.code == .success, "\(run)")
         let messages = scenario.fcmMessages()
         #expect(Set(messages.keys) == [FanoutScenario.fcmToken(0), FanoutScenario.fcmToken(1)], "\(messages.keys)")
@@ -113,10 +118,7 @@ import Vocabulary
     /// Android phones are counted, not sent to, and the report and exit status say why — while a
     /// phone another group can carry (a1, in region:2 too) gets that group's message.
     @Test func aGroupFCMCannotCarryCostsOnlyItsAndroidPhones() throws {
-        let scenario = try FanoutScenario()
-        try scenario.register(Self.phones())
-        let run = scenario.fanout(scenario.event("start.json", startEvent(key: "eew-big", groups: Self.fitsAPNsNotFCM, channel: "null",
-                                                                                 extra: Self.longFallbackAlert)), scenario.android)
+        let (scenario, run) = try Self.started(key: "eew-big", groups: Self.fitsAPNsNotFCM, extra: Self.longFallbackAlert)
         #expect(run.code == .refused, "exit 1: Android phones left out\n\(run)")
         #expect(run.err.contains("1 Android phones not sent to: groups[0] (region:1) for Android"), "\(run.err)")
         let pushes = scenario.devicePushes()
@@ -165,9 +167,7 @@ import Vocabulary
     }
 
     @Test func anAppWithoutAnAndroidSideSendsToIOSAndCountsTheAndroidPhonesItLeftOut() throws {
-        let scenario = try FanoutScenario()
-        try scenario.register(Self.phones())
-        let run = scenario.fanout(scenario.event("start.json", startEvent(key: "eew-ios", groups: Self.groups, channel: "null")))
+        let (scenario, run) = try Self.started(key: "eew-ios", groups: Self.groups, android: false)
         #expect(run.code == .success, "\(run)")
         #expect(scenario.fcmMessages().isEmpty && scenario.devicePushes().count == 2)
         let report = try JSONParser.parse(run.out)
