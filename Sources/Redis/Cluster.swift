@@ -43,6 +43,9 @@ public enum ClusterKeys {
     public static func eventSerials(_ eventKey: String) -> String { "sokuho:serials:" + eventKey }
     /// Hash per event serial: its body, shard count, and each shard's owner, fencing token and report.
     public static func eventShards(_ eventKey: String, serial: UInt32) -> String { "sokuho:shards:\(eventKey)/\(serial)" }
-    /// The lease a node holds while it sends a shard.
-    public static func shardLease(_ eventKey: String, serial: UInt32, shard: Int) -> String { "shard:\(eventKey)/\(serial)/\(shard)" }
+    /// The lease a node holds while it sends a shard: one per event key and shard, whatever the
+    /// serial, so two serials of a key never send the same phones at once (a later serial's shard
+    /// waits for the earlier one's to stop, then resumes from its checkpoint). Its fencing counter
+    /// outlives any one serial (it expires with the event's records, never reset).
+    public static func shardLease(_ eventKey: String, shard: Int, count: Int) -> String { "keyshard:\(eventKey)/\(shard)/\(count)" }
 }

@@ -173,17 +173,29 @@ extension RedisConnection {
         }
     }
 
-    /// Records a checkpoint of shard `shard` under fencing token `fence` — refused (false) when a
+    /// What became of a shard's checkpoint sent to Redis.
+    public enum ProgressSave: Sendable, Equatable {
+        /// Recorded.
+        case saved
+        /// Recorded; a higher serial of the key was accepted since: the shard stops handing out
+        /// (the later serial's shard resumes from this checkpoint).
+        case superseded(by: UInt32)
+        /// Not recorded: a later holder's fencing token is there; this node no longer holds the shard.
+        case refused
+    }
+
+    /// Records a checkpoint of shard `shard` under fencing token `fence` — refused when a
     /// later holder's token is recorded for the serial: this node is no longer the shard's holder.
+    /// In the same step, says whether a higher serial of the key was accepted (no round trip more).
     /// `answers`: the checkpoint's answer segment, written beside the record under field
     /// topic NUL number (topics hold no control characters), the segments below its `firstKept`
     /// dropped; nil (the record holds every answer) drops them all. Fields topic NUL "k" and
     /// topic NUL "n" keep the lowest and highest segment numbers, so dropping never scans.
     public func saveShardProgress(key: String, serial: UInt32, shard: Int, count: Int, fence: Int64, topic: String,
-                                  record: [UInt8], answers: AnswerSegment? = nil) throws(RedisError) -> Bool {
+                                  record: [UInt8], answers: AnswerSegment? = nil) throws(RedisError) -> ProgressSave {
         let script = """
             local seen = tonumber(redis.call('HGET', KEYS[1], 'f' .. ARGV[1]) or '0')
-            if tonumber(ARGV[2]) < seen then return 0 end
+            if tonumber(ARGV[2]) < seen then return -1 end
             local topic = ARGV[3]
             redis.call('HSET', KEYS[2], topic, ARGV[4])
             local low = tonumber(redis.call('HGET', KEYS[2], topic .. '\0k') or '0')
@@ -204,14 +216,24 @@ extension RedisConnection {
                 redis.call('HDEL', KEYS[2], topic .. '\0k', topic .. '\0n')
             end
             redis.call('PEXPIRE', KEYS[2], ARGV[5])
-            return 1
+            return tonumber(redis.call('HGET', KEYS[3], 'max') or '0')
             """
         let segment: [RedisArgument] = answers.map { [.integer(Int($0.number)), .integer(Int($0.firstKept)), .data($0.bytes)] }
             ?? [.text(""), .text(""), .text("")]
-        let reply = try eval(script, keys: [ClusterKeys.eventShards(key, serial: serial), Self.shardProgressKey(key, shard: shard, count: count)],
+        let reply = try eval(script, keys: [ClusterKeys.eventShards(key, serial: serial), Self.shardProgressKey(key, shard: shard, count: count),
+                                            ClusterKeys.eventSerials(key)],
                              arguments: [.integer(shard), .integer(fence), .text(topic), .data(record), .milliseconds(Self.eventRetention)] + segment)
-        guard case let .integer(saved) = reply else { throw .unexpectedReply(command: "EVAL (save shard progress)", reply: reply.description) }
-        return saved == 1
+        guard case let .integer(highest) = reply else { throw .unexpectedReply(command: "EVAL (save shard progress)", reply: reply.description) }
+        if highest < 0 { return .refused }
+        return highest > Int64(serial) ? .superseded(by: UInt32(clamping: highest)) : .saved
+    }
+
+    /// The highest serial of `key` the cluster accepted, when it is above `serial` (nil: none is,
+    /// or the cluster no longer knows the key).
+    public func newerSerial(key: String, than serial: UInt32) throws(RedisError) -> UInt32? {
+        let reply = try command(["HGET", .text(ClusterKeys.eventSerials(key)), "max"])
+        guard let highest = reply.text.flatMap(UInt32.init), highest > serial else { return nil }
+        return highest
     }
 
     /// The shard's recorded checkpoints, by topic, each with its answer segments (number, bytes).

@@ -117,6 +117,14 @@ extension RedisConnection {
         return value
     }
 
+    /// PEXPIRE `key` `duration` → whether the key exists.
+    @discardableResult
+    public func expire(_ key: String, after duration: Duration) throws(RedisError) -> Bool {
+        let reply = try command(["PEXPIRE", .text(key), .milliseconds(duration)])
+        guard case let .integer(value) = reply else { throw .unexpectedReply(command: "PEXPIRE", reply: reply.description) }
+        return value == 1
+    }
+
     /// DEL `keys` → how many existed.
     @discardableResult
     public func delete(_ keys: [String]) throws(RedisError) -> Int64 {

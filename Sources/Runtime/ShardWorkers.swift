@@ -116,9 +116,12 @@ package final class ShardWorkers: @unchecked Sendable {
             try done()
             return nil
         }
-        let name = ClusterKeys.shardLease(key, serial: serial, shard: index)
+        let name = ClusterKeys.shardLease(key, shard: index, count: count)
         guard let lease = try link.run({ connection throws(RedisError) in try connection.acquireLease(name, holder: cluster.node, for: cluster.settings.claimAfter) }) else {
-            return cluster.settings.claimAfter / 3  // its holder is alive and extends it
+            // Its holder is alive and extends it — most often another serial of the key sending
+            // this shard, which stops at its next checkpoint when this serial is the later one:
+            // looked at again soon, so the later serial's phones do not wait a third of claimSeconds.
+            return min(cluster.settings.claimAfter / 3, .milliseconds(250))
         }
         running.withLock { _ = $0.insert(entry.id) }
         defer { running.withLock { _ = $0.remove(entry.id) } }
@@ -133,7 +136,16 @@ package final class ShardWorkers: @unchecked Sendable {
         if takenOver { cluster.counters.takenOver.add(1, ordering: .relaxed) }
         let keeper = ShardLease(lease, entry: entry.id, duration: cluster.settings.claimAfter, cluster: cluster)
         let unrecorded = FirstProblem()
-        let report = run(body: body, key: key, serial: serial, shard: shard, keeper: keeper, unrecorded: unrecorded, link: link)
+        // A later serial of the key was accepted before this shard began: it starts the shard's
+        // phones with its own content, so this one sends nothing and ends superseded.
+        let report: [UInt8]
+        if let newer = try link.run({ connection throws(RedisError) in try connection.newerSerial(key: key, than: serial) }) {
+            var superseded = FanoutReport()
+            superseded.supersededBy = newer
+            report = superseded.json
+        } else {
+            report = run(body: body, key: key, serial: serial, shard: shard, keeper: keeper, unrecorded: unrecorded, link: link)
+        }
         keeper.stop()
         if let lost = keeper.lostReason {
             // Not acknowledged: whoever holds the lease next resumes it from its checkpoint —
@@ -159,9 +171,10 @@ package final class ShardWorkers: @unchecked Sendable {
             cluster.counters.shardsDone.add(1, ordering: .relaxed)
             try done()
             release()
-            // A finished shard is never leased again (its report is in the ledger, so a claim is
-            // refused whatever token it brings): its fencing counter can go.
-            _ = try? link.run { connection throws(RedisError) in try connection.delete([Lease.fenceKey(name)]) }
+            // The lease's fencing counter serves every serial of the key, so it is never reset (a
+            // stale holder of a later serial would then outrank the new one): it expires with the
+            // event's records.
+            _ = try? link.run { connection throws(RedisError) in try connection.expire(Lease.fenceKey(name), after: RedisConnection.eventRetention) }
             return nil
         }
         release()
@@ -238,7 +251,7 @@ private final class FirstProblem: Sendable {
 
 /// A shard's run journal: its checkpoints copied to Redis under the lease's fencing token (a
 /// later holder's token refuses them), and the lease as the stop signal.
-private struct ShardJournal: CheckpointJournal {
+private final class ShardJournal: CheckpointJournal {
     let keeper: ShardLease
     let link: ClusterLink
     let key: String
@@ -246,8 +259,22 @@ private struct ShardJournal: CheckpointJournal {
     let shard: EventShard
     /// Receives the reason a checkpoint could not be recorded (the run stops then).
     let unrecorded: FirstProblem
+    /// A later serial of the key, once a checkpoint's answer said one was accepted.
+    let newer = Lock<UInt32?>(nil)
 
-    func stopReason() -> StopReason? { keeper.lostReason.map(StopReason.leaseLost) }
+    init(keeper: ShardLease, link: ClusterLink, key: String, serial: UInt32, shard: EventShard, unrecorded: FirstProblem) {
+        self.keeper = keeper
+        self.link = link
+        self.key = key
+        self.serial = serial
+        self.shard = shard
+        self.unrecorded = unrecorded
+    }
+
+    func stopReason() -> StopReason? {
+        if let lost = keeper.lostReason { return .leaseLost(lost) }
+        return newer.withLock { $0 }.map { .superseded(by: $0) }
+    }
 
     func record(_ progress: StartProgress) -> StopReason? {
         do {
@@ -259,7 +286,13 @@ private struct ShardJournal: CheckpointJournal {
                                                                                    bytes: progress.answered.isEmpty ? [] : AnswerLog.encode(progress.answered))
                                                  })
             }
-            return saved ? nil : .leaseLost("the shard was taken over by another node (a later fencing token)")
+            switch saved {
+            case .saved: return nil
+            case let .superseded(by: serial):
+                newer.withLock { $0 = serial }
+                return .superseded(by: serial)
+            case .refused: return .leaseLost("the shard was taken over by another node (a later fencing token)")
+            }
         } catch {
             let problem = "the shard's checkpoint could not be recorded in Redis (\(error))"
             unrecorded.note(problem)

@@ -32,7 +32,7 @@ import Testing
         #expect(try nodeB.eventLedger(key: "eew-1", serial: 9) == nil)
     }
 
-    @Test("A shard's owner, report and checkpoints take only the highest fencing token: a holder that was taken over writes nothing", arguments: RedisServerFixture.Server.allCases)
+    @Test("A shard's owner, report and checkpoints take only the highest fencing token: a holder that was taken over writes nothing; a checkpoint says when a later serial was accepted", arguments: RedisServerFixture.Server.allCases)
     func fencing(_ kind: RedisServerFixture.Server) throws {
         let server = try RedisServerFixture(kind)
         defer { server.stop() }
@@ -41,15 +41,20 @@ import Testing
         _ = try old.acceptEvent(key: "k", serial: 1, bodyHash: Self.hash, body: Self.body, shards: 2, node: "a", now: 1)
 
         #expect(try old.claimShard(key: "k", serial: 1, shard: 0, node: "a", fence: 5))
-        #expect(try old.saveShardProgress(key: "k", serial: 1, shard: 0, count: 2, fence: 5, topic: "region:0", record: [1]))
+        #expect(try old.saveShardProgress(key: "k", serial: 1, shard: 0, count: 2, fence: 5, topic: "region:0", record: [1]) == .saved)
         #expect(try new.claimShard(key: "k", serial: 1, shard: 0, node: "b", fence: 6))
         // The old holder, back from a pause: refused everywhere.
-        #expect(try old.saveShardProgress(key: "k", serial: 1, shard: 0, count: 2, fence: 5, topic: "region:0", record: [2]) == false)
+        #expect(try old.saveShardProgress(key: "k", serial: 1, shard: 0, count: 2, fence: 5, topic: "region:0", record: [2]) == .refused)
         #expect(try old.finishShard(key: "k", serial: 1, shard: 0, fence: 5, report: [9]) == false)
         #expect(try old.claimShard(key: "k", serial: 1, shard: 0, node: "a", fence: 5) == false)
         #expect(try new.shardProgress(key: "k", shard: 0, count: 2).map(\.record) == [[1]])
 
-        #expect(try new.saveShardProgress(key: "k", serial: 1, shard: 0, count: 2, fence: 6, topic: "region:0", record: [3]))
+        #expect(try new.saveShardProgress(key: "k", serial: 1, shard: 0, count: 2, fence: 6, topic: "region:0", record: [3]) == .saved)
+        #expect(try new.newerSerial(key: "k", than: 1) == nil)
+        // A later serial accepted meanwhile: the checkpoint is recorded, and says so.
+        _ = try old.acceptEvent(key: "k", serial: 2, bodyHash: Self.hash, body: Self.body, shards: 2, node: "a", now: 2)
+        #expect(try new.saveShardProgress(key: "k", serial: 1, shard: 0, count: 2, fence: 6, topic: "region:0", record: [3]) == .superseded(by: 2))
+        #expect(try new.newerSerial(key: "k", than: 1) == 2 && new.newerSerial(key: "k", than: 2) == nil)
         #expect(try new.finishShard(key: "k", serial: 1, shard: 0, fence: 6, report: Array("{}".utf8)))
         #expect(try new.claimShard(key: "k", serial: 1, shard: 0, node: "c", fence: 7) == false, "a finished shard is not claimed again")
         let ledger = try #require(try new.eventLedger(key: "k", serial: 1))
@@ -67,7 +72,7 @@ import Testing
         let node = try server.connect()
         _ = try node.acceptEvent(key: "k", serial: 1, bodyHash: Self.hash, body: Self.body, shards: 1, node: "a", now: 1)
         func save(_ record: UInt8, _ segment: RedisConnection.AnswerSegment?, topic: String = "region:0") throws -> Bool {
-            try node.saveShardProgress(key: "k", serial: 1, shard: 0, count: 1, fence: 1, topic: topic, record: [record], answers: segment)
+            try node.saveShardProgress(key: "k", serial: 1, shard: 0, count: 1, fence: 1, topic: topic, record: [record], answers: segment) == .saved
         }
         func segments(_ topic: String = "region:0") throws -> [UInt32: [UInt8]] {
             let recorded = try node.shardProgress(key: "k", shard: 0, count: 1).first { $0.topic == topic }

@@ -24,14 +24,20 @@ import Testing
         let a: Daemon
         let b: Daemon
 
-        init(_ kind: RedisServerFixture.Server = .redis, phones: Int, latency: Duration = .zero, claimSeconds: Int = 3, redisArguments: [String] = []) throws {
+        /// `registered`: the phones both stores hold (nil: `phones` phones on "region:0");
+        /// `connections`, `streams`: each node's pool; `shards`: the cluster's split of an event.
+        init(_ kind: RedisServerFixture.Server = .redis, phones: Int, latency: Duration = .zero, claimSeconds: Int = 3, redisArguments: [String] = [],
+             registered: [FanoutScenario.Phone]? = nil, connections: Int = 2, streams: Int = 100, shards: Int = 8) throws {
             redis = try RedisServerFixture(kind, extraArguments: redisArguments)
             scenario = try FanoutScenario { $0.latency = latency }
             let storeB = scenario.directory + "/store-b"
-            try scenario.register(ClusterEventTests.phones(phones))
-            try scenario.register(ClusterEventTests.phones(phones), into: storeB)
-            a = try Daemon(scenario, extra: ClusterEventTests.cluster(redis.port, node: "a", claimSeconds: claimSeconds), name: "a")
-            b = try Daemon(scenario, extra: ClusterEventTests.cluster(redis.port, node: "b", claimSeconds: claimSeconds), store: storeB, name: "b")
+            let registered = registered ?? ClusterEventTests.phones(phones)
+            try scenario.register(registered)
+            try scenario.register(registered, into: storeB)
+            a = try Daemon(scenario, extra: ClusterEventTests.cluster(redis.port, node: "a", shards: shards, claimSeconds: claimSeconds),
+                           connections: connections, streams: streams, name: "a")
+            b = try Daemon(scenario, extra: ClusterEventTests.cluster(redis.port, node: "b", shards: shards, claimSeconds: claimSeconds),
+                           connections: connections, streams: streams, store: storeB, name: "b")
         }
     }
 
@@ -118,9 +124,16 @@ import Testing
             #expect(lines.count == byNode[node], "\(node): \(lines)")
             #expect(lines.allSatisfy { $0.contains(" shard=") && $0.contains("/8 node=\(node) ") && $0.contains(" unknown=0 ") }, "\(lines)")
         }
-        // Finished shards leave no lease or fencing counter behind in Redis.
-        let redisKeys = try nodes.redis.connect().command(["KEYS", "sokuho:lease:*"])
-        #expect(redisKeys == .array([]), "\(redisKeys)")
+        // Finished shards leave no lease behind in Redis, and their fencing counters (kept for
+        // the key's later serials, never reset) expire with the event's records.
+        let redis = try nodes.redis.connect()
+        guard case let .array(leaseKeys) = try redis.command(["KEYS", "sokuho:lease:*"]) else { throw ServeTests.TestFailure("KEYS") }
+        let names = leaseKeys.compactMap(\.text)
+        #expect(names.count == leaseKeys.count && names.allSatisfy { $0.hasSuffix(":fence") }, "\(names)")
+        for name in names {
+            guard case let .integer(ttl) = try redis.command(["PTTL", .text(name)]) else { throw ServeTests.TestFailure("PTTL") }
+            #expect(ttl > 0 && ttl <= RedisConnection.eventRetention.milliseconds, "\(name): \(ttl) ms")
+        }
         // The cluster's answers are the documented ones.
         #expect(try Self.specProblems(a, "GET", "/v1/events/eew-cluster/1").isEmpty)
         #expect(try Self.specProblems(b, "GET", "/readyz").isEmpty)

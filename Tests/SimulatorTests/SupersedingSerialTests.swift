@@ -3,6 +3,7 @@ import Glibc
 #endif
 import IO
 import JSONCore
+import RedisTestSupport
 import Simulator
 import Testing
 
@@ -35,6 +36,42 @@ import Testing
         let pushes = scenario.devicePushes()
         let twice = pushes.filter { $0.value.count > 1 }
         #expect(twice.count == 0, "phones started twice")
+        #expect(pushes.count == 10 * perRegion, "every phone started: \(pushes.count)")
+        for number in (5 * perRegion)..<(10 * perRegion) {
+            let text = pushes[FanoutScenario.token(number)]?.first?.body["aps"]?["content-state"]?["text"]?.stringValue
+            #expect(text == "two", "phone \(number) of a widened region: \(text ?? "no start")")
+        }
+        let delivered = (one["report"]?["delivered"]?.int64Value ?? 0) + (two["report"]?["delivered"]?.int64Value ?? 0)
+        #expect(delivered == Int64(10 * perRegion), "the two reports together: \(delivered)")
+    }
+
+    /// The same in a cluster, serial 2 POSTed to the other node — two shards, so the four shard
+    /// threads take serial 2's shards while serial 1's are still sending: each shard of the key is sent by
+    /// one serial at a time (serial 1's shards stop at their next checkpoint, serial 2's take each
+    /// shard as serial 1 lets it go, from its checkpoint), so no phone gets two starts.
+    @Test(arguments: RedisServerFixture.Server.allCases)
+    func aLaterStartSerialPostedToAnotherNodeWhileTheFirstSendsStartsNoPhoneTwice(_ kind: RedisServerFixture.Server) throws {
+        let perRegion = 80
+        let phones = (0..<(10 * perRegion)).map { number in
+            FanoutScenario.Phone(id: "phone-\(number)", token: FanoutScenario.token(number), topics: [("region:\(number / perRegion)", 0)])
+        }
+        let nodes = try ClusterEventTests.TwoNodes(kind, phones: 0, latency: .milliseconds(40), registered: phones,
+                                                  connections: 1, streams: 5, shards: 2)
+        let (scenario, a, b) = (nodes.scenario, nodes.a, nodes.b)
+        defer { _ = a.stop(); _ = b.stop() }
+        let first = a.curl("POST", "/v1/events", body: startEvent(key: "eew-revised", groups: (0..<5).map { ("region:\($0)", 1, "one") }, channel: "null"))
+        #expect(first.status == 202 && first.body.contains(#""cluster":true"#), "\(first.body)")
+        let started = MonotonicInstant.now()
+        while scenario.devicePushes().values.reduce(0, { $0 + $1.count }) < 20 && MonotonicInstant.now() - started < .seconds(60) { usleep(20_000) }
+        let second = b.curl("POST", "/v1/events", body: startEvent(key: "eew-revised", serial: 2, groups: (0..<10).map { ("region:\($0)", 1, "two") }, channel: "null"))
+        #expect(second.status == 202, "\(second.body)")
+
+        let one = try ClusterEventTests.waitForClusterEvent(b, "/v1/events/eew-revised/1", seconds: 120)
+        let two = try ClusterEventTests.waitForClusterEvent(a, "/v1/events/eew-revised/2", seconds: 120)
+        #expect(one["state"]?.stringValue == "done" && one["report"]?["supersededBy"]?.int64Value == 2, "\(one.jsonText)")
+        #expect(two["state"]?.stringValue == "done", "\(two.jsonText)")
+        let pushes = scenario.devicePushes()
+        #expect(pushes.filter { $0.value.count > 1 }.count == 0, "phones started twice")
         #expect(pushes.count == 10 * perRegion, "every phone started: \(pushes.count)")
         for number in (5 * perRegion)..<(10 * perRegion) {
             let text = pushes[FanoutScenario.token(number)]?.first?.body["aps"]?["content-state"]?["text"]?.stringValue
