@@ -33,6 +33,9 @@ public struct EventAdmission: Sendable, Equatable {
     /// Whether `record` is of this serial sent with this body (a shard's record included).
     public func isSame(_ record: EventSerialRecord) -> Bool { record.serial == serial && record.bodyHash == bodyHash }
 
+    /// Whether `record` is of an earlier serial of the key (one this serial supersedes).
+    public func supersedes(_ record: EventSerialRecord) -> Bool { record.serial < serial }
+
     /// The decision given the key's stored serial records (in the store's order: ascending).
     public func decision(given stored: [EventSerialRecord]) -> Decision {
         if let newer = stored.last(where: { $0.serial > serial }) { return .superseded(by: newer.serial) }

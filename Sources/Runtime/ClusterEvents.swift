@@ -26,6 +26,13 @@ package enum ClusterEvents {
         return report.json
     }
 
+    /// The report of a shard a later serial of its key superseded before it began: nothing sent.
+    package static func supersededReport(by newer: UInt32) -> [UInt8] {
+        var report = FanoutReport()
+        report.supersededBy = newer
+        return report.json
+    }
+
     /// The event's report: its shards' reports added up (`seconds` is the longest shard's: they
     /// run side by side), with the first reason any shard stopped.
     package static func sum(_ reports: [FanoutReport]) -> FanoutReport {
@@ -135,8 +142,14 @@ extension Service {
             if !has {
                 if let earlier { noteLost(key: event.key, serial: event.serial, record: earlier, cluster: cluster) }
                 return .refused(.lost, message: "serial: \(event.serial) of '\(event.key)' was accepted by the cluster, whose Redis has lost it since (restarted without an append-only file, or flushed); "
-                                    + "what it sent is not known. Send the event with a higher serial to reach the phones it missed (those it reached get it again)")
+                                    + "what it sent is not known. Send the event with a higher serial to reach the phones it missed: the phones its shards' checkpoints "
+                                    + "record as started are not started again (only those in flight on a node that died with it may be)")
             }
+        }
+        if let stopping = earlierSerialStillStopping(key: event.key, serial: event.serial, cluster: cluster) {
+            return .refused(.clusterUnavailable, message: "serial \(stopping.serial) of '\(event.key)' was being sent by the cluster when its Redis lost it (restarted without an append-only file, or flushed), "
+                                + "and its shard \(stopping.shard) may still be stopping on a node: serial \(event.serial) accepted now could start again the phones it is sending. "
+                                + "Send the same event again after Retry-After; it is taken once that shard's last checkpoint has reached this node")
         }
         // A group with an auto channel creates its channel on first use: one node must do that, so
         // such an event is one shard (the node that takes it creates the channel for all of it).

@@ -138,14 +138,9 @@ package final class ShardWorkers: @unchecked Sendable {
         let unrecorded = FirstProblem()
         // A later serial of the key was accepted before this shard began: it starts the shard's
         // phones with its own content, so this one sends nothing and ends superseded.
-        let report: [UInt8]
-        if let newer = try link.run({ connection throws(RedisError) in try connection.newerSerial(key: key, than: serial) }) {
-            var superseded = FanoutReport()
-            superseded.supersededBy = newer
-            report = superseded.json
-        } else {
-            report = run(body: body, key: key, serial: serial, shard: shard, keeper: keeper, unrecorded: unrecorded, link: link)
-        }
+        let newer = try link.run { connection throws(RedisError) in try connection.newerSerial(key: key, than: serial) }
+        let report = newer.map(ClusterEvents.supersededReport) ?? run(body: body, key: key, serial: serial, shard: shard, keeper: keeper,
+                                                                       unrecorded: unrecorded, link: link)
         keeper.stop()
         if let lost = keeper.lostReason {
             // Not acknowledged: whoever holds the lease next resumes it from its checkpoint —
