@@ -22,10 +22,11 @@ extension EventRun {
 
         // Updates and ends: one broadcast per distinct channel (iOS 18; in a cluster by the
         // event's first shard alone), then every activity update token of the event (iOS 17).
-        if event.kind != .start {
+        let updates = event.kind == .start ? nil : try UpdateLedger(store: store, event: event)
+        if let updates {
             if (event.shard?.index ?? 0) == 0 { try broadcast(pushes: pushes, channels: channels, pool: pool, sink: books.sink) }
-            try sendToActivities(pushes: pushes, slots: books.updateSlots, pool: pool, sink: books.sink)
-            try sendToAndroid(pushes: pushes, starts: starts.plans, slots: books.androidUpdateSlots, pool: android, sink: books.sink)
+            try sendToActivities(pushes: pushes, slots: books.updateSlots, pool: pool, sink: books.sink, updates: updates)
+            try sendToAndroid(pushes: pushes, starts: starts.plans, slots: books.androidUpdateSlots, pool: android, sink: books.sink, updates: updates)
         }
 
         // Starts, group by group in priority order.
@@ -41,7 +42,7 @@ extension EventRun {
         }
         scanner.tally = TokenTally(remembering: false)  // not needed while waiting for the answers: give its memory back
         return Sending(sink: books.sink, scanner: scanner, pool: pool, samples: samples, scanStarted: scanStarted,
-                       warnings: pushes.compactMap(\.androidRefusal))
+                       warnings: pushes.compactMap(\.androidRefusal), updates: updates)
     }
 
     /// The sink and what its job ids name: per plan a scan window and a slot for starts, one for

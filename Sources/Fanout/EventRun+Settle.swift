@@ -20,8 +20,11 @@ extension EventRun {
                 let (progress, answers) = scanner.checkpoint()
                 checkpoints.whileSettling(progress) { sink.release(answers) }
             }
+            // Not fatal while waiting: what a failed write held is sent again by a resumed run.
+            try? sending.updates?.recordIfDue(sink)
         }
         sending.samples.sample()
+        try sending.updates?.record(sink.takeUpdateAnswers())
         let breaker = sink.finishBreaker()
         var stopped = scanner.stopped ?? breaker.tripped ?? sending.pool.haltMessage.map(StopReason.poolHalted)
 

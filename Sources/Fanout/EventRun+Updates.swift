@@ -24,8 +24,9 @@ extension EventRun {
         sink.recordBroadcasts(try ChannelClient.broadcast(requests, on: pool, timeout: .seconds(30)))
     }
 
-    /// The update or end to every activity update token registered for the event key.
-    func sendToActivities(pushes: [EventPushes], slots: [Int], pool: ConnectionPool, sink: FanoutSink) throws(FanoutError) {
+    /// The update or end to every activity update token registered for the event key, but those
+    /// an earlier run of this serial had an answer for.
+    func sendToActivities(pushes: [EventPushes], slots: [Int], pool: ConnectionPool, sink: FanoutSink, updates: UpdateLedger) throws(FanoutError) {
         let activities = try storeCall { () throws(StoreError) in try store.activities(eventKey: event.key) }
             .filter { $0.app == event.app.text && $0.environment == event.environment }
         guard !activities.isEmpty else { return }
@@ -33,16 +34,35 @@ extension EventRun {
         // group this serial dropped) gets the first group's.
         guard let first = event.groupsByPriority.first else { return }
         var jobs: [PushJob] = []
+        var counts = PerLane { _ in ScanCounts() }
         for activity in activities {
             let group = activity.topic.flatMap { topic in event.groups.first { $0.topic == topic } } ?? first
             guard let token = DeviceToken(bytes: activity.updateToken), let push = pushes[group.index].activityUpdate else { continue }
-            if let shard = event.shard, !activity.updateToken.withUnsafeBytes({ shard.contains(TokenTally.hash(kind: 0, token: $0)) }) {
-                continue
-            }
+            let hash = activity.updateToken.withUnsafeBytes { UpdateLedger.hash(.apns, token: $0) }
+            if let shard = event.shard, !shard.contains(hash) { continue }
+            if updates.answeredBefore(hash) { counts[.apns].answeredBeforeRestart += 1; continue }
             jobs.append(PushJob(token: token, group: push, id: PushSlot.jobID(slot: slots[group.index], sequence: 0)))
         }
-        sink.willSend(jobs.count)
-        pool.send(jobs, urgent: options.urgent)
+        if counts[.apns].answeredBeforeRestart > 0 { sink.add(counts) }
+        try handOutUpdates(jobs, pool: pool, sink: sink, updates: updates)
+    }
+
+    /// Hands `jobs` to the pool a gate's batch at a time, at most the gate's limit in flight, and
+    /// writes the update ledger as the answers come: `pool.send` of thousands at once blocks until
+    /// nearly all are answered, and a kill meanwhile forgot every answer (the resumed update sent
+    /// 1,800 phones theirs again in `UpdateResumeTests`).
+    func handOutUpdates(_ jobs: [PushJob], pool: ConnectionPool, sink: FanoutSink, updates: UpdateLedger) throws(FanoutError) {
+        let step = max(64, pool.handOut.batch)
+        let limit = max(step, pool.handOut.limit)
+        var start = 0
+        while start < jobs.count {
+            let end = min(jobs.count, start + step)
+            while !sink.waitForInFlight(below: limit - (end - start) + 1) { try updates.recordIfDue(sink) }
+            try updates.recordIfDue(sink)
+            sink.willSend(end - start)
+            pool.send(Array(jobs[start..<end]), urgent: options.urgent)
+            start = end
+        }
     }
 }
 
@@ -51,19 +71,17 @@ extension EventRun {
     /// priority order, the FCM tokens of its topic at its level, each phone once (its highest
     /// group wins, as for starts). FCM has no channels and Android no update tokens, so this scan
     /// is how an update reaches them. Levels a start pass of this run covers (an update that
-    /// widens the area) get that pass's start instead. Not checkpointed: a resumed update sends
-    /// again, which the app ignores (the same serial, and it drops what it is not showing).
-    func sendToAndroid(pushes: [EventPushes], starts: [StartPlan], slots: [Int], pool: ConnectionPool?, sink: FanoutSink) throws(FanoutError) {
+    /// widens the area) get that pass's start instead. A phone an earlier run of this serial had
+    /// an answer for is skipped (`UpdateLedger`, written before each chunk goes out).
+    func sendToAndroid(pushes: [EventPushes], starts: [StartPlan], slots: [Int], pool: ConnectionPool?, sink: FanoutSink,
+                       updates: UpdateLedger) throws(FanoutError) {
         guard let pool else { return }
         var seen = Set<UInt64>()
         var jobs: [PushJob] = []
         var batch = TargetBatch()
-        let inFlightLimit = max(StartScanner.chunk, pool.handOut.limit)
-        func flush() {
-            guard !jobs.isEmpty else { return }
-            while !sink.waitForInFlight(below: inFlightLimit) {}
-            sink.willSend(jobs.count)
-            pool.send(jobs, urgent: options.urgent)
+        var counts = PerLane { _ in ScanCounts() }
+        func flush() throws(FanoutError) {
+            try handOutUpdates(jobs, pool: pool, sink: sink, updates: updates)
             jobs.removeAll(keepingCapacity: true)
         }
         // Phones of groups whose message FCM could not carry, counted as skipped unless another group carries them.
@@ -80,19 +98,19 @@ extension EventRun {
             while try storeCall({ () throws(StoreError) in try scan.next(into: &batch) }) {
                 for index in 0..<batch.count where batch.kinds[index] == .fcm {
                     guard let (token, hash) = batch.token(at: index).withUnsafeBytes({ raw in
-                        DeviceToken(raw).map { ($0, TokenTally.hash(kind: TokenKind.fcm.rawValue, token: raw)) }
+                        DeviceToken(raw).map { ($0, UpdateLedger.hash(.fcm, token: raw)) }
                     }) else { continue }
                     if let shard = event.shard, !shard.contains(hash) { continue }
                     guard let push else { passedOver.insert(hash); continue }
                     guard seen.insert(hash).inserted else { continue }
+                    if updates.answeredBefore(hash) { counts[.fcm].answeredBeforeRestart += 1; continue }
                     jobs.append(PushJob(token: token, group: push, id: PushSlot.jobID(slot: slots[group.index], sequence: 0)))
-                    if jobs.count >= StartScanner.chunk { flush() }
+                    if jobs.count >= StartScanner.chunk { try flush() }
                 }
             }
         }
-        flush()
-        var counts = PerLane { _ in ScanCounts() }
+        try flush()
         counts[.fcm].skipped = passedOver.subtracting(seen).count
-        if counts[.fcm].skipped > 0 { sink.add(counts) }
+        if counts[.fcm].skipped > 0 || counts[.fcm].answeredBeforeRestart > 0 { sink.add(counts) }
     }
 }

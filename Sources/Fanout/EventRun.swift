@@ -102,6 +102,8 @@ final class EventRun {
         let scanStarted: MonotonicInstant
         /// What a provider could not carry (`EventPushes.androidRefusal`), for the report.
         let warnings: [String]
+        /// An update's or end's answers as the store keeps them (nil for a start).
+        let updates: UpdateLedger?
     }
 
     /// How sending ended: why it stopped (nil: it did not), and the event's retries and latencies.

@@ -25,6 +25,8 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
     /// Wake the producer when `inFlight` falls to this.
     private var wakeAt = 0
     private var prunes: [PruneCandidate] = []
+    /// Phones an update or end reached since the ledger last took them (`UpdateLedger.hash`).
+    private var updateAnswers: [UInt64] = []
     /// `BadDeviceToken` / `DeviceTokenNotForTopic` (FCM: `SENDER_ID_MISMATCH`, a refused token)
     /// answers, held until the breaker has judged their group, per breaker (`breaker(group:kind:)`).
     private var heldPrunes: [[PruneCandidate]]
@@ -118,8 +120,13 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
         let now = MonotonicInstant.now()
         var releaseNow = false, nudge = false
         let android = countsInAndroidGate(slot)
+        // An update's answer, whatever it said, means the phone is not sent this serial again;
+        // one that never came (unknown, past the deadline) is sent again by a resumed run.
+        let answered = slot.purpose == .update && push.outcome != .unknown && push.outcome != .expired
+        let answerHash = answered ? push.token.withBytes { UpdateLedger.hash(Lane(kind: slot.kind), token: $0) } : 0
         lock.withLock {
             inFlight -= 1
+            if answered { updateAnswers.append(answerHash) }
             if slot.window != nil {
                 if detached {
                     releaseNow = true
@@ -267,6 +274,14 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
     }
 
     /// What a pass counted itself, per lane, added once per pass (not per target).
+    /// The update answers since the last call, for the ledger (`UpdateLedger.record`).
+    func takeUpdateAnswers() -> [UInt64] {
+        lock.withLock {
+            defer { updateAnswers.removeAll(keepingCapacity: true) }
+            return updateAnswers
+        }
+    }
+
     func add(_ counts: PerLane<ScanCounts>) {
         lock.withLock {
             for (lane, counts) in counts.all {

@@ -117,15 +117,23 @@ package final class ShardWorkers: @unchecked Sendable {
             return nil
         }
         let name = ClusterKeys.shardLease(key, shard: index, count: count)
-        guard let lease = try link.run({ connection throws(RedisError) in try connection.acquireLease(name, holder: cluster.node, for: cluster.settings.claimAfter) }) else {
-            // Its holder is alive and extends it — most often another serial of the key sending
-            // this shard, which stops at its next checkpoint when this serial is the later one:
-            // looked at again soon, so the later serial's phones do not wait a third of claimSeconds.
+        // The serial is in the holder: a Redis restarted empty counts fencing tokens from 1 again, and
+        // this node's lease for serial 2 must not read as serial 1's (whose keeper would extend it).
+        let holder = "\(cluster.node) serial \(serial)"
+        guard let lease = try link.run({ connection throws(RedisError) in try connection.acquireLease(name, holder: holder, for: cluster.settings.claimAfter) }) else {
+            // Its holder is alive and extends it — most often an earlier serial of the key, which
+            // stops at its next checkpoint: looked at again soon, not after a third of claimSeconds.
             return min(cluster.settings.claimAfter / 3, .milliseconds(250))
+        }
+        let release = { _ = try? link.run { connection throws(RedisError) in try connection.releaseLease(lease) } }
+        // Redis lost an earlier serial while this shard of it was sending: its last checkpoint is
+        // not here yet (it comes through the registration stream once its node stopped it).
+        if service?.earlierSerialStillStopping(key: key, serial: serial, cluster: cluster, shard: shard) != nil {
+            release()
+            return .milliseconds(500)
         }
         running.withLock { _ = $0.insert(entry.id) }
         defer { running.withLock { _ = $0.remove(entry.id) } }
-        let release = { _ = try? link.run { connection throws(RedisError) in try connection.releaseLease(lease) } }
         guard let body = try link.run({ connection throws(RedisError) in try connection.eventBody(key: key, serial: serial) }),
               try link.run({ connection throws(RedisError) in try connection.claimShard(key: key, serial: serial, shard: index, node: cluster.node, fence: lease.token) }) else {
             // Done already (its node died between the report and the acknowledgement) or forgotten.
@@ -233,65 +241,6 @@ package final class ShardWorkers: @unchecked Sendable {
             entry.error = error.message
             service.logEnded(entry, extra: shardFields)
             return ClusterEvents.errorReport(error.message)
-        }
-    }
-}
-
-/// The first problem noted from any thread (the checkpoint hook runs on the fan-out's threads).
-private final class FirstProblem: Sendable {
-    private let problem = Lock<String?>(nil)
-    package var value: String? { problem.withLock { $0 } }
-    package func note(_ text: String) { problem.withLock { if $0 == nil { $0 = text } } }
-}
-
-/// A shard's run journal: its checkpoints copied to Redis under the lease's fencing token (a
-/// later holder's token refuses them), and the lease as the stop signal.
-private final class ShardJournal: CheckpointJournal {
-    let keeper: ShardLease
-    let link: ClusterLink
-    let key: String
-    let serial: UInt32
-    let shard: EventShard
-    /// Receives the reason a checkpoint could not be recorded (the run stops then).
-    let unrecorded: FirstProblem
-    /// A later serial of the key, once a checkpoint's answer said one was accepted.
-    let newer = Lock<UInt32?>(nil)
-
-    init(keeper: ShardLease, link: ClusterLink, key: String, serial: UInt32, shard: EventShard, unrecorded: FirstProblem) {
-        self.keeper = keeper
-        self.link = link
-        self.key = key
-        self.serial = serial
-        self.shard = shard
-        self.unrecorded = unrecorded
-    }
-
-    func stopReason() -> StopReason? {
-        if let lost = keeper.lostReason { return .leaseLost(lost) }
-        return newer.withLock { $0 }.map { .superseded(by: $0) }
-    }
-
-    func record(_ progress: StartProgress) -> StopReason? {
-        do {
-            let saved = try link.run { connection throws(RedisError) in
-                try connection.saveShardProgress(key: key, serial: serial, shard: shard.index, count: shard.count, fence: keeper.lease.token,
-                                                 topic: progress.topic, record: progress.recordBytes,
-                                                 answers: progress.answerLog.map {
-                                                     RedisConnection.AnswerSegment(number: $0.segment, firstKept: $0.firstKept,
-                                                                                   bytes: progress.answered.isEmpty ? [] : AnswerLog.encode(progress.answered))
-                                                 })
-            }
-            switch saved {
-            case .saved: return nil
-            case let .superseded(by: serial):
-                newer.withLock { $0 = serial }
-                return .superseded(by: serial)
-            case .refused: return .leaseLost("the shard was taken over by another node (a later fencing token)")
-            }
-        } catch {
-            let problem = "the shard's checkpoint could not be recorded in Redis (\(error))"
-            unrecorded.note(problem)
-            return .checkpointFailed(problem)
         }
     }
 }

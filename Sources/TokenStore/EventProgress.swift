@@ -1,6 +1,6 @@
 import APNs
 
-/// What the store remembers of the events it fanned out, in the `events` database. Two records:
+/// What the store remembers of the events it fanned out, in the `events` database. Its records:
 ///
 /// - one `EventSerialRecord` per event key and serial: which body it had (a repeat with the same
 ///   body is "already sent", another body under the same serial is refused), whether it finished,
@@ -9,7 +9,8 @@ import APNs
 ///   All serials of a key share it, because a phone gets one start per event, not per serial.
 ///
 /// Keys: event key NUL "s" serial (u32 big-endian) · event key NUL "t" topic · event key NUL "a"
-/// topic NUL segment (u32 big-endian, `AnswerLog`). Event keys and topics never hold a NUL
+/// topic NUL segment (u32 big-endian, `AnswerLog`) · event key NUL "u" serial segment (an update's
+/// answers, `UpdateAnswers`). Event keys and topics never hold a NUL
 /// (`StoreLimits.checkName`), so one key's records sort together.
 public struct EventSerialRecord: Sendable, Equatable {
     public enum Phase: UInt8, Sendable {
@@ -232,6 +233,8 @@ public enum EventStoreRecord: Sendable, Equatable {
     case start(StartProgress)
     /// A segment of a start record's answered hashes (`AnswerLog`): kept and swept with it.
     case answers(eventKey: String, topic: String, segment: UInt32, hashes: [UInt64])
+    /// A segment of the phones an update or end of a serial has answers for.
+    case updateAnswers(UpdateAnswers)
 
     /// Records are kept this long after their last update, to recognise a repeated event (and to
     /// count a phone's recent starts).
@@ -243,6 +246,7 @@ public enum EventStoreRecord: Sendable, Equatable {
         case let .serial(record): record.updatedAt
         case let .start(progress): progress.updatedAt
         case .answers: nil
+        case let .updateAnswers(answers): answers.updatedAt
         }
     }
 
@@ -263,32 +267,12 @@ public enum EventStoreRecord: Sendable, Equatable {
             let segment = rest[(rest.endIndex - 4)...].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
             let what = "answer segment \(segment) of event '\(eventKey)' topic '\(topic)'"
             self = .answers(eventKey: eventKey, topic: topic, segment: segment, hashes: try AnswerLog.decode(value, what: what))
+        case UInt8(ascii: "u") where rest.count == 8:
+            let serial = rest.prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            let segment = rest.suffix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            self = .updateAnswers(try UpdateAnswers(eventKey: eventKey, serial: serial, segment: segment, decoding: value))
         default:
-            throw StoreError.corrupt(path: "", detail: "event '\(eventKey)' has a record of an unknown kind")
+            throw StoreError.corrupt(path: "", detail: "event '\(eventKey)' has a record of an unknown kind (written by a newer sokuho?)")
         }
-    }
-}
-
-enum EventRecordKey {
-    static func prefix(eventKey: String) -> [UInt8] { Array(eventKey.utf8) + [0] }
-
-    static func serial(eventKey: String, serial: UInt32) -> [UInt8] {
-        prefix(eventKey: eventKey) + [UInt8(ascii: "s"), UInt8(serial >> 24), UInt8(truncatingIfNeeded: serial >> 16),
-                                      UInt8(truncatingIfNeeded: serial >> 8), UInt8(truncatingIfNeeded: serial)]
-    }
-
-    static func topic(eventKey: String, topic: String) -> [UInt8] {
-        prefix(eventKey: eventKey) + [UInt8(ascii: "t")] + Array(topic.utf8)
-    }
-
-    /// Event key NUL "a" topic NUL: every answer segment of one start record (topics hold no NUL).
-    static func answerSegments(eventKey: String, topic: String) -> [UInt8] {
-        prefix(eventKey: eventKey) + [UInt8(ascii: "a")] + Array(topic.utf8) + [0]
-    }
-
-    /// … then the segment number, big-endian so segments sort in number order.
-    static func answerSegment(eventKey: String, topic: String, number: UInt32) -> [UInt8] {
-        answerSegments(eventKey: eventKey, topic: topic)
-            + [UInt8(number >> 24), UInt8(truncatingIfNeeded: number >> 16), UInt8(truncatingIfNeeded: number >> 8), UInt8(truncatingIfNeeded: number)]
     }
 }

@@ -38,6 +38,8 @@ struct RegistryUpdate: ~Copyable {
             try txn.put(databases.events, record.key, record.encoded)
         case let .putStartProgress(progress):
             try putStartProgress(progress)
+        case let .putUpdateAnswers(answers):
+            try txn.put(databases.events, answers.key, answers.encoded)
         case let .removeEvent(eventKey):
             try removeEvent(eventKey)
         case let .sweepExpired(now, maxAge):

@@ -103,6 +103,27 @@ extension TokenStore {
         }
     }
 
+    /// The token hashes an update or end of `serial` has answers for, every segment together, and
+    /// the number of the next segment to write (a resumed run numbers on from there).
+    public func updateAnswers(eventKey: String, serial: UInt32) throws(StoreError) -> (hashes: Set<UInt64>, nextSegment: UInt32) {
+        let prefix = EventRecordKey.updateAnswers(eventKey: eventKey, serial: serial)
+        return try read { txn throws(StoreError) in
+            try txn.withCursor(databases.events) { cursor throws(StoreError) in
+                var hashes = Set<UInt64>()
+                var next: UInt32 = 0
+                var position = try cursor.get(MDB_SET_RANGE, key: prefix)
+                while let (key, value) = position, key.count == prefix.count + 4, key.starts(with: prefix) {
+                    if case let .updateAnswers(answers) = try EventStoreRecord(key: key, value: value) {
+                        hashes.formUnion(answers.hashes)
+                        next = max(next, answers.segment &+ 1)
+                    }
+                    position = try cursor.get(MDB_NEXT)
+                }
+                return (hashes, next)
+            }
+        }
+    }
+
     /// Every serial record in `phase` (e.g. the events a daemon accepted but had not finished when
     /// it stopped), by event key and serial.
     public func eventSerials(in phase: EventSerialRecord.Phase) throws(StoreError) -> [EventSerialRecord] {
@@ -129,6 +150,7 @@ extension TokenStore {
                     case let .serial(record): serials.append(record)
                     case let .start(progress): starts.append(progress.merging(segments: segments[progress.eventKey]?[progress.topic] ?? []))
                     case let .answers(eventKey, topic, segment, hashes): segments[eventKey, default: [:]][topic, default: []].append((segment, hashes))
+                    case .updateAnswers: break  // read by `updateAnswers(eventKey:serial:)`
                     }
                     position = try cursor.get(MDB_NEXT)
                 }

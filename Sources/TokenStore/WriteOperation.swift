@@ -20,6 +20,8 @@ public enum WriteOperation: Sendable {
     case putEventSerial(EventSerialRecord)
     /// Checkpoints the starts of one topic of an event (see `StartProgress`).
     case putStartProgress(StartProgress)
+    /// Records a segment of the phones an update or end has answers for (see `UpdateAnswers`).
+    case putUpdateAnswers(UpdateAnswers)
     /// Removes every record of an event key (its serials and start progress).
     case removeEvent(eventKey: String)
     /// Removes expired activities, installations without tokens or not refreshed for
@@ -50,6 +52,7 @@ public enum WriteOperation: Sendable {
         case let .putStartProgress(progress):
             try StoreLimits.checkName(progress.eventKey, field: "event key")
             try StoreLimits.checkName(progress.topic, field: "topic name")
+        case let .putUpdateAnswers(answers): try StoreLimits.checkName(answers.eventKey, field: "event key")
         case let .removeEvent(eventKey): try StoreLimits.checkName(eventKey, field: "event key")
         case .sweepExpired: break
         }

@@ -216,6 +216,7 @@ import Testing
         let pushes = ClusterEventTests.pushesPerPhone(scenario)
         let twice = pushes.filter { $0.value > 1 }.count
         print("lost run reached \(reached.count); after serial 2: \(pushes.count) phones, \(twice) twice")
+        if twice > 0 { print("DIAG A:\n\(a.child.stderr)\nDIAG B:\n\(b.child.stderr)") }
         #expect(pushes.count == phones, "\(phones - pushes.count) phones got no start")
         #expect(twice == 0, "serial 2 started \(twice) phones the lost run had reached (it had reached \(reached.count))")
     }

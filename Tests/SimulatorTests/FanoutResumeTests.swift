@@ -182,8 +182,9 @@ final class KilledFanout {
     /// `pause`: how long the run goes on after `killAt` accepted pushes before the kill.
     /// `androidCount`: Android phones beside the iOS ones; the run then has the simulator's FCM
     /// side (`scenario.android`) too, and `pool` should hold its FCM options.
+    /// `before`: an event of the same key run to its end first (a start, before the killed update).
     init(event: String, killAt: Int, phoneCount: Int = FanoutResumeTests.phoneCount, androidCount: Int = 0, latency: Duration = .milliseconds(20),
-         pool: [String] = FanoutResumeTests.pool, pause: Duration = .zero,
+         pool: [String] = FanoutResumeTests.pool, pause: Duration = .zero, before: String? = nil,
          simulator configure: @escaping (inout SimulatorConfiguration) -> Void = { _ in }) throws {
         scenario = try FanoutScenario {
             $0.latency = latency
@@ -199,6 +200,10 @@ final class KilledFanout {
         eventPath = scenario.event("event.json", event)
         try #require(access(SimulatorProcessTests.binary, X_OK) == 0, "build the binary first: swift build")
         let android = androidCount > 0 ? scenario.android : []
+        if let before {
+            let run = scenario.fanout(scenario.event("before.json", before), android + pool)
+            try #require(run.code == .success, "the event before: \(run)")
+        }
         let child = ChildProcess(SimulatorProcessTests.binary, ["fanout", eventPath, "--json"] + scenario.connection + android + pool)
         let lines = LineCounter(path: scenario.log)
         let giveUp = MonotonicInstant.now() + .seconds(30)
