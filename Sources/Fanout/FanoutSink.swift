@@ -273,7 +273,6 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
         }
     }
 
-    /// What a pass counted itself, per lane, added once per pass (not per target).
     /// The update answers since the last call, for the ledger (`UpdateLedger.record`).
     func takeUpdateAnswers() -> [UInt64] {
         lock.withLock {
@@ -282,6 +281,7 @@ final class FanoutSink: PushOutcomeSink, @unchecked Sendable {
         }
     }
 
+    /// What a pass counted itself, per lane, added once per pass (not per target).
     func add(_ counts: PerLane<ScanCounts>) {
         lock.withLock {
             for (lane, counts) in counts.all {

@@ -192,9 +192,9 @@ import Testing
     /// Redis restarted empty while a third of a slow event's phones have their start: the 409's
     /// advice, a higher serial, posted to the node that did not accept the lost one, starts the
     /// phones the lost run missed and no phone a second time: each node's store holds the shards'
-    /// checkpoints (replicated), and the higher serial is refused (503) until the lost run's shards
-    /// have stopped and their last checkpoints arrived (issue 33: 828 and 1,637 phones started
-    /// twice; here 257 of 1,116 once in six runs before the refusal).
+    /// checkpoints (replicated), and until the lost run's shards have stopped and their last
+    /// checkpoints arrived the higher serial is refused (503) and a node holding one of its shards
+    /// waits (issue 33: 828 and 1,637 phones started twice; here, before, 257–867 in 6 of 23 runs).
     @Test(arguments: RedisServerFixture.Server.allCases)
     func aHigherSerialAfterAnEmptyRedisRestartStartsOnlyThePhonesTheLostRunMissed(_ kind: RedisServerFixture.Server) throws {
         let phones = 3_000
@@ -216,7 +216,8 @@ import Testing
         let pushes = ClusterEventTests.pushesPerPhone(scenario)
         let twice = pushes.filter { $0.value > 1 }.count
         print("lost run reached \(reached.count); after serial 2: \(pushes.count) phones, \(twice) twice")
-        if twice > 0 { print("DIAG A:\n\(a.child.stderr)\nDIAG B:\n\(b.child.stderr)") }
+        // Which shard of which serial ran where, and when it stopped: what a failure needs read.
+        if twice > 0 { print("node a's log:\n\(a.child.stderr)\nnode b's log:\n\(b.child.stderr)") }
         #expect(pushes.count == phones, "\(phones - pushes.count) phones got no start")
         #expect(twice == 0, "serial 2 started \(twice) phones the lost run had reached (it had reached \(reached.count))")
     }
