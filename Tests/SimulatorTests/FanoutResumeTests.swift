@@ -183,9 +183,11 @@ final class KilledFanout {
     /// `androidCount`: Android phones beside the iOS ones; the run then has the simulator's FCM
     /// side (`scenario.android`) too, and `pool` should hold its FCM options.
     /// `before`: an event of the same key run to its end first (a start, before the killed update).
+    /// `prepare`: more for the store (activity update tokens) before the killed run.
     init(event: String, killAt: Int, phoneCount: Int = FanoutResumeTests.phoneCount, androidCount: Int = 0, latency: Duration = .milliseconds(20),
          pool: [String] = FanoutResumeTests.pool, pause: Duration = .zero, before: String? = nil,
-         simulator configure: @escaping (inout SimulatorConfiguration) -> Void = { _ in }) throws {
+         simulator configure: @escaping (inout SimulatorConfiguration) -> Void = { _ in },
+         prepare: (FanoutScenario) throws -> Void = { _ in }) throws {
         scenario = try FanoutScenario {
             $0.latency = latency
             configure(&$0)
@@ -204,6 +206,7 @@ final class KilledFanout {
             let run = scenario.fanout(scenario.event("before.json", before), android + pool)
             try #require(run.code == .success, "the event before: \(run)")
         }
+        try prepare(scenario)
         let child = ChildProcess(SimulatorProcessTests.binary, ["fanout", eventPath, "--json"] + scenario.connection + android + pool)
         let lines = LineCounter(path: scenario.log)
         let giveUp = MonotonicInstant.now() + .seconds(30)

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import JSONCore
+import TokenStore
 import Testing
 
 /// Issue 32: an update or end killed mid-way and run again sends only to the phones without an
@@ -39,5 +40,40 @@ import Testing
         #expect(twice < atKill.count / 2, "\(twice) of the \(atKill.count) phones updated before the kill got the update again")
         #expect(skipped == atKill.count - twice, "answeredBeforeRestart \(skipped)")
         #expect(report["lanes"]?["fcm"]?["delivered"]?.int64Value == Int64(killed.acceptedSinceKill()), "\(report)")
+    }
+
+    /// The same on iOS: 4,000 activity update tokens registered for the key (iOS 17 activities,
+    /// no channel), an end killed 300 ms after 1,500 were accepted (2 × 100 streams, 100 ms
+    /// answers: ~2,000 a second), then run again: only the activities without an answer get it.
+    @Test func aResumedActivityEndSendsAgainOnlyToActivitiesWithoutAnAnswer() throws {
+        let activities = 4_000
+        let tokens = (0..<activities).map { FanoutScenario.token($0, prefix: "b1") }
+        let end = followEvent(key: "eew-end", serial: 2, kind: "end", groups: [("region:0", 3, "over")], channel: "null")
+        let killed = try KilledFanout(event: end, killAt: 1_500, phoneCount: 0, latency: .milliseconds(100), pause: .milliseconds(300),
+                                      prepare: { scenario in
+            _ = try scenario.withStore { store in
+                try store.write(tokens.enumerated().map { number, token in
+                    .putActivity(ActivityRecord(id: "activity-\(number)", app: testBundle, environment: .production, updateToken: Array(hex: token),
+                                                eventKey: "eew-end", startedAt: 1_000))
+                })
+            }
+        })
+        func ended() -> [String: Int] {
+            killed.scenario.devicePushes().mapValues { pushes in pushes.filter { $0.body["aps"]?["event"]?.stringValue == "end" }.count }
+                .filter { $0.value > 0 }
+        }
+        let atKill = ended()
+        let run = killed.scenario.fanout(killed.eventPath, FanoutResumeTests.pool)
+        let report = try JSONParser.parse(run.out)
+        let after = ended()
+        let twice = after.values.filter { $0 > 1 }.count
+        let skipped = Int(report["lanes"]?["apns"]?["answeredBeforeRestart"]?.int64Value ?? -1)
+        print("end resume: \(atKill.count) activities ended before the kill, rerun sent \(killed.acceptedSinceKill()), "
+              + "answered before the restart \(skipped), twice \(twice)")
+        #expect(run.code == .success, "\(run)")
+        #expect(after.count == activities, "\(activities - after.count) activities got no end")
+        #expect(atKill.count >= 1_500 && atKill.count < activities, "the kill came after \(atKill.count) ends")
+        #expect(twice < atKill.count / 2, "\(twice) of the \(atKill.count) activities ended before the kill got the end again")
+        #expect(skipped == atKill.count - twice, "answeredBeforeRestart \(skipped)")
     }
 }
