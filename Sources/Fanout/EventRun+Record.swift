@@ -32,7 +32,11 @@ extension EventRun {
         final.phase = stopped == nil ? .done : .stopped
         final.updatedAt = WallClock.milliseconds()
         final.report = report.json
-        try storeCall { () throws(StoreError) in _ = try store.write([.putEventSerial(final)]) }
+        // A finished update's answers go with it (nothing resumes a done serial): kept, they would
+        // hold 8 bytes per phone per update for the records' retention.
+        let answers: [WriteOperation] = final.phase == .done && event.kind != .start
+            ? [.removeUpdateAnswers(eventKey: event.recordKey, serial: event.serial)] : []
+        try storeCall { () throws(StoreError) in _ = try store.write([.putEventSerial(final)] + answers) }
         return FanoutResult(report: report, delivered: sending.samples.delivered, latencies: settled.latencies,
                             peakMemory: sending.samples.peakMemory, stopped: stopped)
     }

@@ -54,7 +54,11 @@ extension RegistryUpdate {
 
     /// Removes every record of an event key: its serials and its start progress.
     func removeEvent(_ eventKey: String) throws(StoreError) {
-        let prefix = EventRecordKey.prefix(eventKey: eventKey)
+        try removeEventRecords(prefix: EventRecordKey.prefix(eventKey: eventKey))
+    }
+
+    /// Removes every event record whose key starts with `prefix`.
+    func removeEventRecords(prefix: [UInt8]) throws(StoreError) {
         let keys = try txn.withCursor(databases.events) { cursor throws(StoreError) in
             var keys: [[UInt8]] = []
             var position = try cursor.get(MDB_SET_RANGE, key: prefix)

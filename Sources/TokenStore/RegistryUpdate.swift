@@ -40,6 +40,8 @@ struct RegistryUpdate: ~Copyable {
             try putStartProgress(progress)
         case let .putUpdateAnswers(answers):
             try txn.put(databases.events, answers.key, answers.encoded)
+        case let .removeUpdateAnswers(eventKey, serial):
+            try removeEventRecords(prefix: EventRecordKey.updateAnswers(eventKey: eventKey, serial: serial))
         case let .removeEvent(eventKey):
             try removeEvent(eventKey)
         case let .sweepExpired(now, maxAge):

@@ -142,7 +142,7 @@ public enum ReplicatedWrite {
         case let .removeEvent(eventKey):
             writer.uint8(Tag.removeEvent.rawValue)
             writer.string(eventKey)
-        case .registerBatch, .sweepExpired, .putUpdateAnswers:
+        case .registerBatch, .sweepExpired, .putUpdateAnswers, .removeUpdateAnswers:
             preconditionFailure("\(operation) is not replicated; encode(_:) filters it out")
         }
     }
@@ -281,7 +281,7 @@ extension WriteOperation {
     /// bytes again (3 nodes, 200k starts: 6.8 MB of Redis traffic per shard with them).
     public var isReplicated: Bool {
         switch self {
-        case .registerBatch, .sweepExpired, .putUpdateAnswers: false
+        case .registerBatch, .sweepExpired, .putUpdateAnswers, .removeUpdateAnswers: false
         case let .putEventSerial(record): ShardRecordKey.eventKey(of: record.eventKey) != nil
         case let .putStartProgress(progress): ShardRecordKey.eventKey(of: progress.eventKey) != nil && progress.scanLevel == nil
         case let .removeEvent(eventKey): ShardRecordKey.eventKey(of: eventKey) != nil

@@ -5,8 +5,9 @@
 /// Not fsynced, like start checkpoints: it survives `kill -9`, which is what it guards against.
 ///
 /// Key: event key NUL "u" serial (u32 big-endian) segment (u32 big-endian), so a serial's segments
-/// sort together after the key's serial records. Kept for `EventStoreRecord.retentionMilliseconds`
-/// after it was written and removed with the key's other records. A node's own: not replicated
+/// sort together after the key's serial records. Removed when the serial finishes (`done`), else
+/// kept for `EventStoreRecord.retentionMilliseconds` after it was written, and removed with the
+/// key's other records. A node's own: not replicated
 /// (a cluster resumes a shard's update on the node whose store has it, or sends it again).
 public struct UpdateAnswers: Sendable, Equatable {
     /// The event's record key (a cluster shard's own, `FanoutEvent.recordKey`).

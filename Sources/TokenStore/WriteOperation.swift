@@ -22,6 +22,8 @@ public enum WriteOperation: Sendable {
     case putStartProgress(StartProgress)
     /// Records a segment of the phones an update or end has answers for (see `UpdateAnswers`).
     case putUpdateAnswers(UpdateAnswers)
+    /// Removes every segment of a serial's update answers (it finished: nothing resumes it).
+    case removeUpdateAnswers(eventKey: String, serial: UInt32)
     /// Removes every record of an event key (its serials and start progress).
     case removeEvent(eventKey: String)
     /// Removes expired activities, installations without tokens or not refreshed for
@@ -53,6 +55,7 @@ public enum WriteOperation: Sendable {
             try StoreLimits.checkName(progress.eventKey, field: "event key")
             try StoreLimits.checkName(progress.topic, field: "topic name")
         case let .putUpdateAnswers(answers): try StoreLimits.checkName(answers.eventKey, field: "event key")
+        case let .removeUpdateAnswers(eventKey, _): try StoreLimits.checkName(eventKey, field: "event key")
         case let .removeEvent(eventKey): try StoreLimits.checkName(eventKey, field: "event key")
         case .sweepExpired: break
         }

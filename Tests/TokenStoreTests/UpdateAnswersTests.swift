@@ -22,6 +22,10 @@ import Testing
         #expect(try store.updateAnswers(eventKey: "eew-1", serial: 3) == ([9], 1))
         // The key's other records read as before beside them.
         #expect(try store.eventRecords(eventKey: "eew-1").serials.map(\.serial) == [2])
+        // A finished serial's answers go; another serial's stay.
+        try store.write([.removeUpdateAnswers(eventKey: "eew-1", serial: 3)])
+        #expect(try store.updateAnswers(eventKey: "eew-1", serial: 3) == ([], 0))
+        #expect(try store.updateAnswers(eventKey: "eew-1", serial: 2).hashes == [1, 2, 3])
         try store.write([.removeEvent(eventKey: "eew-1")])
         #expect(try store.updateAnswers(eventKey: "eew-1", serial: 2) == ([], 0))
         #expect(try store.updateAnswers(eventKey: "eew-10", serial: 2) == ([8], 1))
