@@ -1,5 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Cluster
 import Fanout
+import IO
 import Redis
 import TokenStore
 import Vocabulary
@@ -24,9 +28,19 @@ extension Service {
         let window = UInt64((cluster.settings.claimAfter + .seconds(15)).milliseconds)
         var knownToRedis: [UInt32: Bool] = [:]
         let admission = EventAdmission(serial: serial, bodyHash: [])
-        for record in records where admission.supersedes(record) && record.phase == .sending {
+        for record in records where admission.supersedes(record) && record.phase != .done {
             let split = ShardRecordKey.shard(of: record.eventKey)
             if let shard, split?.shard != shard.index + 1 || split?.count != shard.count { continue }
+            // Stopped: its last checkpoint is where its node left it. Unfinished passes' checkpoints
+            // are not replicated, only kept in Redis: a shard worker waits until its node has
+            // written them to Redis again (`reseedShardProgress`), unless Redis has some already.
+            if record.phase == .stopped {
+                guard let shard else { continue }
+                let empty = (try? cluster.read { connection throws(RedisError) in
+                    try connection.shardProgress(key: key, shard: shard.index, count: shard.count).isEmpty
+                }) ?? true
+                if !empty { continue }
+            }
             let checkpoints = (try? store.eventRecords(eventKey: record.eventKey).starts) ?? []
             let moved = max(record.updatedAt, checkpoints.map(\.updatedAt).max() ?? 0)
             guard now < moved + window else { continue }
@@ -39,5 +53,34 @@ extension Service {
             return (record.serial, split.map { "\($0.shard)/\($0.count)" } ?? record.eventKey)
         }
         return nil
+    }
+
+    /// Redis lost `key` while this node sent shard `shard` of serial `serial` (the shard stopped
+    /// with a checkpoint it could not record): this node's checkpoints of the shard are the only
+    /// ones left — unfinished passes' checkpoints are kept in Redis, not replicated — so they are
+    /// written to Redis again, and the key's next serial resumes the shard from them on whichever
+    /// node takes it (a worker there waits for them: `earlierSerialStillStopping`). Tried until
+    /// Redis answers, for at most `claimAfter`; nothing when Redis still has the serial (a short
+    /// outage: the shard resumes from its own checkpoints).
+    func reseedShardProgress(key: String, serial: UInt32, shard: EventShard, fence: Int64, cluster: ClusterNode, link: ClusterLink) {
+        guard let starts = try? store.eventRecords(eventKey: shard.recordKey(key)).starts, !starts.isEmpty else { return }
+        let until = MonotonicInstant.now() + cluster.settings.claimAfter
+        while MonotonicInstant.now() < until {
+            do throws(RedisError) {
+                guard try link.run({ connection throws(RedisError) in try connection.eventLedger(key: key, serial: serial) == nil }) else { return }
+                for progress in starts {
+                    var whole = progress
+                    whole.answerLog = nil  // the record holds every answer
+                    _ = try link.run { connection throws(RedisError) in
+                        try connection.saveShardProgress(key: key, serial: serial, shard: shard.index, count: shard.count, fence: fence,
+                                                         topic: whole.topic, record: whole.recordBytes)
+                    }
+                }
+                logger.info("cluster: wrote this node's checkpoints of shard \(shard) of '\(key)' serial \(serial) to Redis again, which had lost them")
+                return
+            } catch {
+                usleep(250_000)
+            }
+        }
     }
 }

@@ -158,6 +158,7 @@ package final class ShardWorkers: @unchecked Sendable {
             if let service, (try? link.run({ connection throws(RedisError) in try connection.eventLedger(key: key, serial: serial) != nil })) == false {
                 let record = ClusterAcceptances.Record(serial: serial, state: .accepted, askedAt: WallClock.milliseconds(), body: body)
                 service.noteLost(key: key, serial: serial, record: record, cluster: cluster)
+                service.reseedShardProgress(key: key, serial: serial, shard: shard, fence: lease.token, cluster: cluster, link: link)
             }
             return nil
         }
@@ -168,6 +169,7 @@ package final class ShardWorkers: @unchecked Sendable {
             cluster.counters.abandoned.add(1, ordering: .relaxed)
             service?.logger.warning("cluster: paused shard \(shard) of '\(key)' serial \(serial): \(problem)")
             release()
+            service?.reseedShardProgress(key: key, serial: serial, shard: shard, fence: lease.token, cluster: cluster, link: link)
             return .milliseconds(500)
         }
         if try link.run({ connection throws(RedisError) in try connection.finishShard(key: key, serial: serial, shard: index, fence: lease.token, report: report) }) {
