@@ -9,6 +9,18 @@ import Testing
 /// answer — the phones a lane answered before the kill are not sent the same update again
 /// (`UpdateLedger`: the answers in the store, written before each chunk and every second).
 @Suite struct UpdateResumeTests {
+    /// Runs the killed event again: its run and report, the phones `count` says were reached
+    /// before and after, how many were reached twice, and the lane's `answeredBeforeRestart`.
+    static func rerun(_ killed: KilledFanout, _ options: [String], lane: String, count: () -> [String: Int]) throws
+        -> (run: CLIRun, report: JSONValue, atKill: [String: Int], after: [String: Int], twice: Int, skipped: Int) {
+        let atKill = count()
+        let run = killed.scenario.fanout(killed.eventPath, options)
+        let report = try JSONParser.parse(run.out)
+        let after = count()
+        let skipped = Int(report["lanes"]?[lane]?["answeredBeforeRestart"]?.int64Value ?? -1)
+        return (run, report, atKill, after, after.values.filter { $0 > 1 }.count, skipped)
+    }
+
     /// 4,000 Android phones got serial 1's start; serial 2, an update, is killed 300 ms after
     /// 1,500 of its messages were accepted (answers take 100 ms: ~1,000 a second), then run again.
     /// Before, the rerun sent all 4,000 again: every phone updated before the kill got it twice.
@@ -23,12 +35,7 @@ import Testing
             killed.scenario.fcmMessages().mapValues { messages in messages.filter { $0["data"]?["kind"]?.stringValue == "update" }.count }
                 .filter { $0.value > 0 }
         }
-        let atKill = updated()
-        let run = killed.scenario.fanout(killed.eventPath, killed.scenario.android + pool)
-        let report = try JSONParser.parse(run.out)
-        let after = updated()
-        let twice = after.values.filter { $0 > 1 }.count
-        let skipped = Int(report["lanes"]?["fcm"]?["answeredBeforeRestart"]?.int64Value ?? -1)
+        let (run, report, atKill, after, twice, skipped) = try Self.rerun(killed, killed.scenario.android + pool, lane: "fcm", count: updated)
         print("update resume: \(atKill.count) phones updated before the kill, rerun sent \(killed.acceptedSinceKill()), "
               + "answered before the restart \(skipped), twice \(twice)")
         #expect(run.code == .success, "\(run)")
@@ -62,12 +69,7 @@ import Testing
             killed.scenario.devicePushes().mapValues { pushes in pushes.filter { $0.body["aps"]?["event"]?.stringValue == "end" }.count }
                 .filter { $0.value > 0 }
         }
-        let atKill = ended()
-        let run = killed.scenario.fanout(killed.eventPath, FanoutResumeTests.pool)
-        let report = try JSONParser.parse(run.out)
-        let after = ended()
-        let twice = after.values.filter { $0 > 1 }.count
-        let skipped = Int(report["lanes"]?["apns"]?["answeredBeforeRestart"]?.int64Value ?? -1)
+        let (run, _, atKill, after, twice, skipped) = try Self.rerun(killed, FanoutResumeTests.pool, lane: "apns", count: ended)
         print("end resume: \(atKill.count) activities ended before the kill, rerun sent \(killed.acceptedSinceKill()), "
               + "answered before the restart \(skipped), twice \(twice)")
         #expect(run.code == .success, "\(run)")
