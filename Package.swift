@@ -94,13 +94,14 @@ let package = Package(
         .testTarget(name: "HTTPAPITests", dependencies: ["HTTPAPI"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "JSONCore", "Vocabulary"]),
         .testTarget(name: "VocabularyTests", dependencies: ["Vocabulary"]),
+        .testTarget(name: "IOTests", dependencies: ["IO", "Vocabulary"]),
         .testTarget(name: "FCMTests", dependencies: ["FCM", "JSONCore", "Vocabulary"]),
         .testTarget(name: "SenderTests", dependencies: ["Sender", "Simulator", "IO", "HTTP2", "Crypto", "APNs", "FCM", "Vocabulary"]),
         // Keys, JWTs and certificates checked against independent implementations (openssl, Python).
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "CMbedTLS"], exclude: ["Fixtures"]),
         .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "JSONCore", "IO"]),
         // The cluster client against a real redis-server the tests start on loopback.
-        .testTarget(name: "RedisTests", dependencies: ["Redis", "Cluster", "RedisTestSupport"]),
+        .testTarget(name: "RedisTests", dependencies: ["Redis", "Cluster", "DaemonConfiguration", "APNs", "IO", "RedisTestSupport"]),
         // A redis-server of the test's own on a free loopback port (RedisTests, the cluster's end-to-end tests).
         .target(name: "RedisTestSupport", dependencies: ["Redis", "IO"], path: "Tests/RedisTestSupport"),
         // Rules checked by reading the sources: the C return codes go through the checked wrappers,

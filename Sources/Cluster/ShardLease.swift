@@ -14,16 +14,18 @@ import Vocabulary
 package final class ShardLease: Sendable {
     package let lease: Lease
     private let duration: Duration
-    private let state: Lock<(extendedAt: MonotonicInstant, lost: String?)>
+    private let state = LeaseState()
     private let keeper = Lock<PeriodicThread?>(nil)
 
     package init(_ lease: Lease, entry: StreamID, duration: Duration, cluster: ClusterNode) {
         self.lease = lease
         self.duration = duration
-        state = Lock((MonotonicInstant.now(), nil))
         let link = Lock(cluster.link())
         let node = cluster.node
-        let thread = PeriodicThread(name: "sokuho-lease", interval: duration / 3) { [unowned self] _ in
+        let state = state
+        // The thread holds what it uses, never this lease: dropped without `stop` (a throw past
+        // the caller's `stop`), the keeper's `deinit` ends the thread.
+        let thread = PeriodicThread(name: "sokuho-lease", interval: duration / 3) { _ in
             let attempt = MonotonicInstant.now()
             do {
                 let held = try link.withLock { link throws(RedisError) -> Bool in
@@ -33,7 +35,7 @@ package final class ShardLease: Sendable {
                         return true
                     }
                 }
-                state.withLock { state in
+                state.lock.withLock { state in
                     if held { state.extendedAt = attempt } else if state.lost == nil { state.lost = "the shard's lease was taken over by another node" }
                 }
             } catch {
@@ -45,7 +47,7 @@ package final class ShardLease: Sendable {
 
     /// Why this node must stop sending the shard, or nil while the lease is safely held.
     package var lostReason: String? {
-        state.withLock { state in
+        state.lock.withLock { state in
             if let lost = state.lost { return lost }
             let since = MonotonicInstant.now() - state.extendedAt
             guard since >= duration * 2 / 3 else { return nil }
@@ -55,4 +57,10 @@ package final class ShardLease: Sendable {
     }
 
     package func stop() { keeper.stopThread() }
+}
+
+/// When the lease was last extended and why it was lost: shared by the lease and its keeper's
+/// thread (a `Lock` alone cannot be captured by the thread's closure).
+private final class LeaseState: Sendable {
+    let lock = Lock<(extendedAt: MonotonicInstant, lost: String?)>((MonotonicInstant.now(), nil))
 }

@@ -30,8 +30,7 @@ public final class OSThread: @unchecked Sendable {
 
     /// Starts `body` on a new thread that nobody joins: its resources go back when it returns.
     public static func startDetached(name: String, _ body: @escaping @Sendable () -> Void) {
-        let thread = start(name: name, body)
-        Syscall.pthread("pthread_detach", pthread_detach(thread.handle))
+        start(name: name, body).detach()
     }
 
     /// Whether this is the calling thread (which must not join itself: EDEADLK).
@@ -39,4 +38,8 @@ public final class OSThread: @unchecked Sendable {
 
     /// Waits for the thread to end.
     public func join() { Syscall.pthread("pthread_join", pthread_join(handle, nil)) }
+
+    /// Lets the thread's resources go back when it ends, without anyone joining it (a thread that
+    /// cannot join itself). Joining it afterwards is a bug.
+    public func detach() { Syscall.pthread("pthread_detach", pthread_detach(handle)) }
 }

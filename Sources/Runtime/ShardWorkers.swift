@@ -143,6 +143,9 @@ package final class ShardWorkers: @unchecked Sendable {
         }
         if takenOver { cluster.counters.takenOver.add(1, ordering: .relaxed) }
         let keeper = ShardLease(lease, entry: entry.id, duration: cluster.settings.claimAfter, cluster: cluster)
+        // Stopped below before its verdict is read; this covers a Redis call throwing before that
+        // (the shard is then looked at again, and the lease expires unextended).
+        defer { keeper.stop() }
         let unrecorded = FirstProblem()
         // A later serial of the key was accepted before this shard began: it starts the shard's
         // phones with its own content, so this one sends nothing and ends superseded.
