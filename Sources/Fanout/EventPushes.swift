@@ -1,7 +1,5 @@
 import APNs
-import FCM
 import IO
-import JSONCore
 import Sender
 
 /// The rendered pushes of one event group, built once per run (a push job is then a token and a
@@ -20,10 +18,10 @@ struct EventPushes {
     /// an update or end reaches (its kind): nil without an Android lane.
     var androidStart: PushGroup?
     var androidUpdate: PushGroup?
-    /// Why the group's FCM messages could not be made (over FCM's size, say), when they could not:
-    /// then its Android phones are counted, not sent to, and every other phone is sent as usual.
-    /// An earthquake warning must never miss iOS because the Android side could not carry it.
-    var androidRefusal: String?
+    /// Per lane, why it could not carry the group (over its provider's size, say), when it could
+    /// not: then that lane's phones of the group are counted, not sent to, and every other lane's
+    /// are sent as usual (`ProviderLane`).
+    var refusals = PerLane<String?> { _ in nil }
 
     /// What starts carry when the event itself is an update that widened the area: the start's
     /// attributes and alert (from the event's last start serial).
@@ -33,136 +31,45 @@ struct EventPushes {
         var alert: LiveActivityAlert
     }
 
-    static func render(event: FanoutEvent, group: FanoutEvent.Group, channel: ChannelID?, startContent: StartContent?,
-                       timestamp: Int64, expiration: Expiration, deadline: MonotonicInstant?,
-                       sink: PushOutcomeSink, android: AndroidLane? = nil) throws(FanoutError) -> EventPushes {
+    /// The group's pushes in every lane of `lanes`, each lane on its own: one that throws has its
+    /// reason in `refusals` and no pushes; when every lane refuses, the group (and so the event)
+    /// cannot be sent at all, and that throws, naming each lane's reason.
+    static func render(_ rendering: LaneRendering, lanes: [any ProviderLane]) throws(FanoutError) -> EventPushes {
         var pushes = EventPushes()
-        let resendStarts = event.onUnknown == .resend
-        do throws(ValidationError) {
-            func liveActivity(_ payload: LiveActivityPayload) throws(ValidationError) -> Notification {
-                try Notification(pushType: .liveactivity, bundle: event.app, priority: event.priority, expiration: expiration,
-                                 payload: try payload.render())
-            }
-            if let content = startContent, let state = group.contentState {
-                var start = LiveActivityPayload.start(timestamp: timestamp, attributesType: content.attributesType,
-                                                      attributes: content.attributes, contentState: state, alert: content.alert)
-                start.staleDate = group.staleDate
-                start.relevanceScore = group.relevanceScore
-                pushes.startPlain = PushGroup(label: group.topic, notification: try liveActivity(start), deadline: deadline,
-                                              resendUnknown: resendStarts, sink: sink)
-                // ActivityKit gives an activity exactly one push type, `.token` or `.channel(id)`:
-                // `input-push-channel` and `input-push-token` are alternatives, and a strict APNs
-                // refuses a start with both (BadRequestParams). A group with a channel subscribes
-                // the activity to it (its updates come by broadcast); only a group without one asks
-                // for an update token, when the event does.
-                if let channel {
-                    start.inputPushChannel = channel
-                } else {
-                    start.requestsUpdateToken = event.inputPushToken
-                }
-                pushes.startBroadcastCapable = PushGroup(label: group.topic, notification: try liveActivity(start), deadline: deadline,
-                                                         resendUnknown: resendStarts, sink: sink)
-            }
-            if let alert = event.fallbackAlert {
-                var writer = JSONWriter()
-                writer.beginObject(); writer.key("aps"); writer.beginObject()
-                writer.key("alert"); alert.write(to: &writer)
-                if let sound = alert.sound { writer.key("sound"); writer.string(sound) }
-                writer.endObject(); writer.endObject()
-                let notification = try Notification(pushType: .alert, bundle: event.app, priority: .immediate, expiration: expiration,
-                                                    payload: writer.bytes)
-                pushes.fallback = PushGroup(label: group.topic, notification: notification, deadline: deadline, resendUnknown: resendStarts,
-                                            sink: sink)
-            }
-            if event.kind != .start {
-                var payload = event.kind == .update
-                    ? LiveActivityPayload.update(timestamp: timestamp, contentState: group.contentState ?? [])
-                    : LiveActivityPayload.end(timestamp: timestamp, contentState: group.contentState, dismissalDate: group.dismissalDate)
-                if event.kind == .update {
-                    payload.staleDate = group.staleDate
-                    payload.relevanceScore = group.relevanceScore
-                }
-                if event.kind == .update || group.contentState != nil || group.dismissalDate != nil {
-                    payload.alert = event.alert
-                }
-                // Updates and ends carry a timestamp: a phone shows the newest, so sending one
-                // twice is harmless and an unknown outcome is always resent.
-                pushes.activityUpdate = PushGroup(label: group.topic, notification: try liveActivity(payload), deadline: deadline,
-                                                  resendUnknown: true, sink: sink)
-                pushes.broadcastBody = try payload.render(for: .broadcast)
-            }
-        } catch {
-            throw FanoutError(.invalidEvent, "groups[\(group.index)] (\(group.topic)): \(error)")
-        }
-        if let android {
+        var reasons: [String] = []
+        for lane in lanes {
+            var attempt = pushes
             do {
-                try renderAndroid(into: &pushes, event: event, group: group, startContent: startContent, deadline: deadline,
-                                  projectID: android.projectID, sink: sink)
+                try lane.render(rendering, into: &attempt)
+                pushes = attempt
             } catch {
-                pushes.androidStart = nil
-                pushes.androidUpdate = nil
-                pushes.androidRefusal = error.message
+                pushes.refusals[lane.lane] = error.message
+                reasons.append(error.message)
             }
         }
+        if reasons.count == lanes.count, !reasons.isEmpty { throw FanoutError(.invalidEvent, reasons.joined(separator: "; ")) }
         return pushes
     }
 
-    /// The group's FCM messages: a data message the app draws as an Android 16 Live Update
-    /// (`LiveUpdateData`: key, serial, kind, group, content state, alert), HIGH for priority 10,
-    /// kept by FCM for what is left of the event's deadline, collapsing on the event key; the
-    /// event's `fallbackAlert` as the start's `notification`, for phones whose app is not running.
-    private static func renderAndroid(into pushes: inout EventPushes, event: FanoutEvent, group: FanoutEvent.Group,
-                                      startContent: StartContent?, deadline: MonotonicInstant?, projectID: String,
-                                      sink: PushOutcomeSink) throws(FanoutError) {
-        let remaining = deadline.map { max(.zero, $0 - MonotonicInstant.now()) } ?? event.deadline
-        let options = FCMAndroidOptions(priority: event.priority == .immediate ? .high : .normal,
-                                        ttl: .seconds(remaining.components.seconds), collapseKey: event.key)
-        func message(_ kind: LiveUpdateKind, contentState: [UInt8], alert: LiveActivityAlert?,
-                     notification: FCMNotification?) throws(FCMValidationError) -> FCMMessageTemplate {
-            let data = try LiveUpdateData(eventKey: event.key, serial: Int(event.serial), kind: kind, group: group.topic,
-                                          contentState: contentState, alertTitle: alert.map { text($0.title) },
-                                          alertBody: alert.map { text($0.body) })
-            return try FCMMessageTemplate(data: data.fields, android: options, notification: notification)
-        }
-        do throws(FCMValidationError) {
-            if let content = startContent, let state = group.contentState {
-                let notification = event.fallbackAlert.map { FCMNotification(title: text($0.title), body: text($0.body)) }
-                pushes.androidStart = PushGroup(label: group.topic, template: try message(.start, contentState: state, alert: content.alert,
-                                                                                         notification: notification),
-                                                projectID: projectID, deadline: deadline, resendUnknown: event.onUnknown == .resend, sink: sink)
-            }
-            if event.kind != .start {
-                let kind: LiveUpdateKind = event.kind == .update ? .update : .end
-                // An end without a content state still says which Live Update ends: `{}`.
-                pushes.androidUpdate = PushGroup(label: group.topic, template: try message(kind, contentState: group.contentState ?? Array("{}".utf8),
-                                                                                          alert: event.alert, notification: nil),
-                                                 projectID: projectID, deadline: deadline, resendUnknown: true, sink: sink)
-            }
-        } catch {
-            throw FanoutError(.invalidEvent, "groups[\(group.index)] (\(group.topic)) for Android: \(error)")
-        }
+    /// The lanes an event of an app takes: APNs always, FCM with the app's Android side.
+    static func lanes(android: FCMLane?) -> [any ProviderLane] {
+        [APNsLane()] + (android.map { [$0] } ?? [])
     }
 
-    /// An alert text as Android gets it: the text, or a localized text's key (the app's string
-    /// resource of that name).
-    private static func text(_ text: LiveActivityAlert.Text) -> String {
-        switch text {
-        case let .plain(value): value
-        case let .localized(key, _): key
-        }
-    }
+    /// What the lanes could not carry, one line each (`FanoutReport.warnings`).
+    var warnings: [String] { refusals.all.compactMap(\.value) }
 }
 
 extension Fanout {
     /// Renders every push the event's own fields make (its starts, fallback alerts, updates, ends,
-    /// broadcasts) without sending any, so an event whose payload APNs would refuse — too large,
-    /// say — is refused when it is submitted (the daemon's 400), not after its 202. A widening
-    /// update's starts take an earlier serial's content, which is checked when it runs.
-    /// With `android`, each group's FCM messages are made too: one FCM cannot carry is no reason
-    /// to refuse the event (its iOS phones must still get it) and comes back as a warning, the
-    /// same line the event's report will hold (`FanoutReport.warnings`).
+    /// broadcasts, FCM messages) in every lane without sending any, so an event no lane can carry
+    /// — too large for each provider, say — is refused when it is submitted (the daemon's 400),
+    /// not after its 202. One that a lane cannot carry is no reason to refuse it (the other
+    /// lanes' phones must still get it): that comes back as a warning, the same line the event's
+    /// report will hold (`FanoutReport.warnings`). A widening update's starts take an earlier
+    /// serial's content, which is checked when it runs.
     @discardableResult
-    public static func checkPayloads(_ event: FanoutEvent, android: AndroidLane? = nil) throws(FanoutError) -> [String] {
+    public static func checkPayloads(_ event: FanoutEvent, android: FCMLane? = nil) throws(FanoutError) -> [String] {
         var content: EventPushes.StartContent?
         if let type = event.attributesType, let attributes = event.attributes, let alert = event.alert {
             content = EventPushes.StartContent(attributesType: type, attributes: attributes, alert: alert)
@@ -170,9 +77,9 @@ extension Fanout {
         let sink = DiscardingSink()
         var warnings: [String] = []
         for group in event.groups {
-            let pushes = try EventPushes.render(event: event, group: group, channel: nil, startContent: content, timestamp: event.timestamp ?? 0,
-                                                expiration: .immediately, deadline: nil, sink: sink, android: android)
-            if let refusal = pushes.androidRefusal { warnings.append(refusal) }
+            let rendering = LaneRendering(event: event, group: group, channel: nil, startContent: content, timestamp: event.timestamp ?? 0,
+                                          expiration: .immediately, deadline: nil, sink: sink)
+            warnings += try EventPushes.render(rendering, lanes: EventPushes.lanes(android: android)).warnings
         }
         return warnings
     }
@@ -182,4 +89,3 @@ extension Fanout {
 private final class DiscardingSink: PushOutcomeSink {
     func pushCompleted(_ push: CompletedPush) {}
 }
-

@@ -12,11 +12,12 @@ extension EventRun {
         let books = try books(plans: starts.plans, gate: pool.handOut, androidGate: android?.handOut, eventStarted: admitted.record.startedAt)
         // Every push group reports to this event's sink, so the pool may be shared with other events.
         var pushes: [EventPushes] = []
+        let lanes = EventPushes.lanes(android: android == nil ? nil : options.android)
         for group in event.groups {
-            pushes.append(try EventPushes.render(event: event, group: group, channel: channels.ids[group.index]?.id, startContent: starts.content,
-                                                 timestamp: admitted.clock.timestamp, expiration: admitted.clock.expiration,
-                                                 deadline: admitted.clock.deadline, sink: books.sink,
-                                                 android: android == nil ? nil : options.android))
+            let rendering = LaneRendering(event: event, group: group, channel: channels.ids[group.index]?.id, startContent: starts.content,
+                                          timestamp: admitted.clock.timestamp, expiration: admitted.clock.expiration,
+                                          deadline: admitted.clock.deadline, sink: books.sink)
+            pushes.append(try EventPushes.render(rendering, lanes: lanes))
         }
         let samples = RunSamples(start: runStart, sink: books.sink, progress: options.progress)
 
@@ -42,7 +43,7 @@ extension EventRun {
         }
         scanner.tally = TokenTally(remembering: false)  // not needed while waiting for the answers: give its memory back
         return Sending(sink: books.sink, scanner: scanner, pool: pool, samples: samples, scanStarted: scanStarted,
-                       warnings: pushes.compactMap(\.androidRefusal), updates: updates)
+                       warnings: pushes.flatMap(\.warnings), updates: updates)
     }
 
     /// The sink and what its job ids name: per plan a scan window and a slot for starts, one for

@@ -37,13 +37,18 @@ extension EventRun {
         var counts = PerLane { _ in ScanCounts() }
         for activity in activities {
             let group = activity.topic.flatMap { topic in event.groups.first { $0.topic == topic } } ?? first
-            guard let token = DeviceToken(bytes: activity.updateToken), let push = pushes[group.index].activityUpdate else { continue }
+            guard let token = DeviceToken(bytes: activity.updateToken) else { continue }
             let hash = activity.updateToken.withUnsafeBytes { UpdateLedger.hash(.apns, token: $0) }
             if let shard = event.shard, !shard.contains(hash) { continue }
+            // A group APNs could not carry: its activities are counted, not sent to.
+            guard let push = pushes[group.index].activityUpdate else {
+                if pushes[group.index].refusals[.apns] != nil { counts[.apns].skipped += 1 }
+                continue
+            }
             if updates.answeredBefore(hash) { counts[.apns].answeredBeforeRestart += 1; continue }
             jobs.append(PushJob(token: token, group: push, id: PushSlot.jobID(slot: slots[group.index], sequence: 0)))
         }
-        if counts[.apns].answeredBeforeRestart > 0 { sink.add(counts) }
+        if counts[.apns].answeredBeforeRestart > 0 || counts[.apns].skipped > 0 { sink.add(counts) }
         try handOutUpdates(jobs, pool: pool, sink: sink, updates: updates)
     }
 
@@ -88,7 +93,7 @@ extension EventRun {
         var passedOver = Set<UInt64>()
         for group in event.groupsByPriority {
             let push = pushes[group.index].androidUpdate
-            guard push != nil || pushes[group.index].androidRefusal != nil else { continue }
+            guard push != nil || pushes[group.index].refusals[.fcm] != nil else { continue }
             // A start pass's floor: at or below it the start went out before (this update's), above it this run starts.
             let floors = starts.filter { $0.group.index == group.index }.map { $0.floor.map(Int.init) ?? -1 }
             let level = floors.min() ?? Int(group.level)

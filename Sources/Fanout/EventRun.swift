@@ -100,7 +100,7 @@ final class EventRun {
         let pool: ConnectionPool
         let samples: RunSamples
         let scanStarted: MonotonicInstant
-        /// What a provider could not carry (`EventPushes.androidRefusal`), for the report.
+        /// What a provider could not carry (`EventPushes.refusals`), for the report.
         let warnings: [String]
         /// An update's or end's answers as the store keeps them (nil for a start).
         let updates: UpdateLedger?

@@ -49,7 +49,7 @@ public struct FanoutOptions: Sendable {
     /// shard worker (`CheckpointJournal`). Nil: the store alone, and nothing stops the run from outside.
     public var journal: (any CheckpointJournal)?
     /// The app's Android phones (FCM); nil: the event reaches iOS phones only.
-    public var android: AndroidLane?
+    public var android: FCMLane?
     /// Asked with the journal's `stopReason`: a later serial of the event's key waiting to run
     /// (the daemon's queue runs one serial of a key at a time). The run then hands out nothing
     /// more, settles what it sent and ends done with `FanoutReport.supersededBy`; the later serial

@@ -35,20 +35,26 @@ extension StartScanner {
             }) else { continue }
             if let shard = event.shard, !shard.contains(hash) { continue }  // another shard's phone
             var entry = ScanWindow.Entry(token: token, minLevel: minLevel, kindByte: kind.rawValue | (broadcast ? 0x80 : 0), hash: hash)
+            // Alerts go only to installations without a push-to-start token: the others get (or
+            // got) the Live Activity itself.
+            if kind == .device {
+                guard event.fallbackAlert != nil, try !hasPushToStartToken(device: tokenSlice) else { continue }
+            }
+            // A group whose pushes this phone's lane cannot carry: counted, not sent to, and not
+            // marked handled — a later group that can carry them still may. (Android stopped:
+            // counted below, as every Android phone from then on.)
+            if groupPushes.refusals[lane] != nil, lane != .fcm || !androidStopped {
+                if !tally.isHandled(hash), passedOverByRefusedGroup.insert(hash).inserted { lanes[lane].skipped += 1 }
+                continue
+            }
+            // Carried by this group after all: no longer skipped (counted where it ends now).
+            if !passedOverByRefusedGroup.isEmpty, passedOverByRefusedGroup.remove(hash) != nil { lanes[lane].skipped -= 1 }
             let group: PushGroup?
             let slot: Int
             if kind == .pushToStart {
                 group = broadcast ? groupPushes.startBroadcastCapable : groupPushes.startPlain
                 slot = plan.startSlot
             } else if kind == .fcm {
-                // A group whose message FCM cannot carry: its Android phones are counted, not
-                // sent to, and not marked handled — a later group that can carry it still may.
-                if !androidStopped, groupPushes.androidRefusal != nil {
-                    if !tally.isHandled(hash), passedOverByRefusedGroup.insert(hash).inserted { lanes[lane].skipped += 1 }
-                    continue
-                }
-                // Carried by this group after all: no longer skipped (counted where it ends now).
-                if !passedOverByRefusedGroup.isEmpty, passedOverByRefusedGroup.remove(hash) != nil { lanes[lane].skipped -= 1 }
                 // An Android phone: its Live Update start through FCM. Without a lane (no
                 // `android` member for the app) or once Android stopped, counted, not sent.
                 guard !androidStopped, let start = groupPushes.androidStart else {
@@ -58,9 +64,7 @@ extension StartScanner {
                 group = start
                 slot = plan.androidSlot
             } else {
-                // Alerts go only to installations without a push-to-start token: the others
-                // get (or got) the Live Activity itself.
-                guard let fallback = groupPushes.fallback, try !hasPushToStartToken(device: tokenSlice) else { continue }
+                guard let fallback = groupPushes.fallback else { continue }
                 group = fallback
                 slot = plan.fallbackSlot
             }

@@ -28,9 +28,9 @@ final class StartScanner {
     /// The plans this scanner runs, to name a window's topic and levels.
     let plans: [StartPlan]
     var tally: TokenTally
-    /// Android phones a group whose message FCM could not carry passed over, counted as skipped
-    /// until a later group carries them (`EventPushes.androidRefusal`): not marked handled, so
-    /// that group still may. Empty unless a group's FCM message was refused.
+    /// Phones a group whose pushes their lane could not carry passed over, counted as skipped
+    /// until a later group carries them (`EventPushes.refusals`): not marked handled, so that
+    /// group still may. Empty unless a lane refused a group.
     var passedOverByRefusedGroup = Set<UInt64>()
     let startLimit: Int?
     /// The pool's bound on what every run on it has handed out unanswered (`HandOutGate`).

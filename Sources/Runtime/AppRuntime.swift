@@ -72,7 +72,7 @@ package final class AppRuntime: Sendable {
             channels.shutdown()
             throw ServiceError("apps \(app.bundleID.text) (\(app.environment.rawValue)): android: \(error.message)")
         }
-        if let android { options.android = AndroidLane(pool: android.configuration, sharedPool: android.pool) }
+        if let android { options.android = FCMLane(pool: android.configuration, sharedPool: android.pool) }
         self.options = Lock(options)
     }
 

@@ -182,7 +182,7 @@ enum DemoCommand {
             var options = FanoutOptions(pool: pool, manage: ProviderEndpoint(host: "127.0.0.1", port: simulator.managePort, tls: tls))
             // The Android phones through the simulator's FCM side (same port), its quota off.
             let tokens = try FCMConnection.accessTokens(simulator.fcmServiceAccount, tls: tls, timeout: .seconds(30))
-            options.android = AndroidLane(pool: .fcm(host: "127.0.0.1", port: simulator.port, tls: tls, tokens: tokens))
+            options.android = FCMLane(pool: .fcm(host: "127.0.0.1", port: simulator.port, tls: tls, tokens: tokens))
             return options
         } catch let error as CLIError {
             throw error

@@ -33,9 +33,10 @@ enum FanoutCommand {
         serial of the same key takes over the lower one's pending starts.
 
         exit codes: 0 every target delivered or pruned (or already sent) · 1 some failed, were
-                    unknown or expired, or a group's FCM message was more than FCM carries
-                    (its Android phones not sent to; the report's warnings say which) · 64 usage, or a --topic other
-                    than the event's app · 65 invalid event, or its key and
+                    unknown or expired, or a group's pushes were more than one provider
+                    carries (that provider's phones not sent to, the others sent as usual; the
+                    report's warnings say which) · 64 usage, or a --topic other than the
+                    event's app · 65 invalid event (no provider could carry a group), or its key and
                     serial were sent with another body · 66 event file or store missing ·
                     69 APNs unreachable or the pool stopped · 74 store write failed ·
                     78 circuit breaker: a wrong environment or topic (nothing pruned)
@@ -121,7 +122,7 @@ enum FanoutCommand {
     }
 
     /// The FCM lane from `--service-account` (nil without it), holding its first access token.
-    static func androidLane(_ invocation: Invocation, tls: TLSConfiguration) throws(CLIError) -> AndroidLane? {
+    static func androidLane(_ invocation: Invocation, tls: TLSConfiguration) throws(CLIError) -> FCMLane? {
         // `run` checked the FCM options' usage before anything was opened (`checkAndroidOptions`).
         guard invocation.string("--service-account") != nil else { return nil }
         let account = try FCMConnection.serviceAccount(invocation)
@@ -130,7 +131,7 @@ enum FanoutCommand {
         pool.serverName = try APNsConnectionOptions.serverName(invocation)
         pool.connections = try invocation.int("--fcm-connections", in: 1...256) ?? 4
         pool.messagesPerMinute = try invocation.int("--fcm-messages-per-minute", in: 1...100_000_000) ?? 600_000
-        return AndroidLane(pool: pool)
+        return FCMLane(pool: pool)
     }
 
     /// Prints the report (and chart), and turns it into the exit status.
@@ -169,7 +170,9 @@ enum FanoutCommand {
             throw CLIError(.refused, "\(report.failedTotal) failed, \(report.unknown) unknown, \(report.expired) expired of \(report.targets) targets")
         }
         if !report.warnings.isEmpty {
-            throw CLIError(.refused, "\(report.androidSkipped) Android phones not sent to: " + report.warnings.joined(separator: "; "))
+            // Per lane: "2 iOS phones not sent to: groups[0] (region:1): …", as many as a lane left out.
+            let left = report.lanes.all.filter { $0.value.skipped > 0 }.map { "\($0.value.skipped) \($0.lane.platform.displayName) phones" }
+            throw CLIError(.refused, "\(left.isEmpty ? "0 phones" : left.joined(separator: " and ")) not sent to: " + report.warnings.joined(separator: "; "))
         }
         return .success
     }

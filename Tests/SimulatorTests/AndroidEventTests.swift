@@ -133,6 +133,37 @@ import Vocabulary
         #expect(warnings.count == 1 && warnings[0].hasPrefix("groups[0] (region:1) for Android: ") && warnings[0].contains("4096 less a 96-byte margin"), "\(warnings)")
     }
 
+    /// A start whose attributes are more than ActivityKit takes (attributes and content state
+    /// together at most 4 KB): APNs cannot carry it; FCM's message does not carry attributes.
+    static func bigAttributesStart(key: String) -> String {
+        #"{"app":"\#(testBundle)","environment":"production","key":"\#(key)","serial":1,"kind":"start","deadlineSeconds":30,"attributesType":"EewAttributes","attributes":{"id":"\#(key)","map":"\#(String(repeating: "m", count: 4_100))"},"alert":{"title":"Earthquake","body":"Strong shaking expected"},"groups":[{"topic":"region:1","level":5,"channel":null,"contentState":{"text":"one"}}]}"#
+    }
+
+    /// Issue 32, the reverse of the above: an event whose group fits FCM but not APNs reaches every
+    /// Android phone; its iOS phones are counted in the APNs lane, not sent to, and the report and
+    /// exit status say why. Without an Android side no lane can carry it: refused, nothing sent.
+    @Test func aGroupAPNsCannotCarryCostsOnlyItsIOSPhones() throws {
+        let scenario = try FanoutScenario()
+        try scenario.register(Self.phones())
+        let run = scenario.fanout(scenario.event("start.json", Self.bigAttributesStart(key: "eew-map")), scenario.android)
+        #expect(run.code == .refused, "exit 1: iOS phones left out\n\(run)")
+        #expect(run.err.contains("2 iOS phones not sent to: groups[0] (region:1): "), "\(run.err)")
+        #expect(scenario.devicePushes().isEmpty, "\(scenario.devicePushes().mapValues(\.count))")
+        let messages = scenario.fcmMessages()
+        #expect(Set(messages.keys) == [FanoutScenario.fcmToken(0), FanoutScenario.fcmToken(1)] && messages.values.allSatisfy { $0.count == 1 },
+                "\(messages.mapValues(\.count))")
+        let report = try JSONParser.parse(run.out.split(separator: "\n").first.map(String.init) ?? "")
+        #expect(report["lanes"]?["apns"]?["skipped"]?.int64Value == 2 && report["lanes"]?["fcm"]?["delivered"]?.int64Value == 2, "\(run.out)")
+        let warnings = report["warnings"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        #expect(warnings.count == 1 && warnings[0].hasPrefix("groups[0] (region:1): ") && warnings[0].contains("ActivityKit takes at most 4096"), "\(warnings)")
+
+        let alone = try FanoutScenario()
+        try alone.register(Self.phones())
+        let refused = alone.fanout(alone.event("start.json", Self.bigAttributesStart(key: "eew-map")))
+        #expect(refused.code == .dataError && refused.err.contains("ActivityKit takes at most 4096"), "\(refused)")
+        #expect(alone.devicePushes().isEmpty && alone.fcmMessages().isEmpty)
+    }
+
     /// Issue 32: a lane's failure is the lane's. The service account's key is deleted mid-event
     /// (FCM refuses its tokens, Google's token endpoint answers invalid_grant): Android stops,
     /// saying why in its lane, every Android phone is accounted for once, and every iOS phone

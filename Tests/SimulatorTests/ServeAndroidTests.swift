@@ -114,3 +114,33 @@ import Testing
         #expect(answer.status == 400 && answer.body.contains("fcmToken"), "\(answer.body)")
     }
 }
+
+extension ServeAndroidTests {
+    /// Issue 32 through the API: an event only FCM can carry (its attributes are more than
+    /// ActivityKit takes) is 202 with a warning naming the group, and reaches the Android phones;
+    /// its iOS phones are counted in the APNs lane. An app without an Android side has no lane
+    /// for it: 400 at the POST, before any 202.
+    @Test func anEventOnlyFCMCanCarryIsAcceptedWithAWarningAndOneNoLaneCanCarryIsRefused() throws {
+        let scenario = try FanoutScenario()
+        let daemon = try ServeTests.Daemon(scenario, appExtra: Self.android(scenario))
+        defer { _ = daemon.stop() }
+        for body in [ServeTests.registration("ios-0", pushToStart: FanoutScenario.token(0), topic: "region:1"),
+                     Self.androidRegistration("android-0", token: FanoutScenario.fcmToken(0), topic: "region:1")] {
+            #expect(daemon.curl("POST", "/v1/installations", body: body, admin: false).status == 201)
+        }
+        let accepted = daemon.curl("POST", "/v1/events", body: AndroidEventTests.bigAttributesStart(key: "eew-map"))
+        #expect(accepted.status == 202, "\(accepted.body)")
+        let answer = try JSONParser.parse(accepted.body)
+        let warnings = answer["warnings"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        #expect(warnings.count == 1 && warnings[0].hasPrefix("groups[0] (region:1): ") && warnings[0].contains("ActivityKit"), "\(accepted.body)")
+        let finished = try daemon.waitForEvent(try #require(answer["url"]?.stringValue))
+        let report = try #require(finished["report"])
+        #expect(report["lanes"]?["fcm"]?["delivered"]?.int64Value == 1 && report["lanes"]?["apns"]?["skipped"]?.int64Value == 1, "\(finished.jsonText)")
+        #expect(scenario.devicePushes().isEmpty && scenario.fcmMessages().count == 1)
+
+        let iosOnly = try ServeTests.Daemon(FanoutScenario())
+        defer { _ = iosOnly.stop() }
+        let refused = iosOnly.curl("POST", "/v1/events", body: AndroidEventTests.bigAttributesStart(key: "eew-map"))
+        #expect(refused.status == 400 && refused.body.contains("ActivityKit takes at most 4096"), "\(refused.body)")
+    }
+}

@@ -1,4 +1,5 @@
 import APNs
+import TokenStore
 
 /// A provider lane: the way an event reaches the phones of one push provider — APNs for iOS
 /// (push-to-start and device tokens, channels), FCM for Android. Reports, metrics and the books
@@ -18,6 +19,9 @@ public enum Lane: Int, CaseIterable, Sendable, Comparable {
         case .fcm: "fcm"
         }
     }
+
+    /// The phones it reaches, for messages ("2 iOS phones not sent to").
+    public var platform: Platform { self == .fcm ? .android : .ios }
 
     public init?(name: String) {
         guard let lane = Self.allCases.first(where: { $0.name == name }) else { return nil }
