@@ -105,9 +105,7 @@ public struct StartProgress: Sendable, Equatable {
     public var answered: [UInt64]
     /// Token hashes between `completed` and `submitted` answered "not processed, send again"
     /// (429/5xx, a refused stream) and waiting for that resend, on no connection: the run that
-    /// resumes sends them whatever the event's `onUnknown` says. Written after `updatedAt` and only
-    /// when not empty, so a record without any reads as before (a sokuho from before this field
-    /// refuses a record with some as "trailing bytes").
+    /// resumes sends them whatever the event's `onUnknown` says.
     public var offWire: [UInt64]
     /// Milliseconds since 1970.
     public var updatedAt: UInt64
@@ -118,8 +116,7 @@ public struct StartProgress: Sendable, Equatable {
     /// with an Android side: its FCM tokens sort after every APNs token, and scanned in one order
     /// they would wait for all of them). Then the fields above cover only the other kinds, and
     /// this the FCM tokens; nil: the fields above cover every kind (an iOS-only app, or a record
-    /// from before). Written after `offWire`, so a sokuho from before refuses such a record as
-    /// "trailing bytes" instead of misreading it.
+    /// from before). Kept in the record as the `fcm` lane's part (StartProgress+Format.swift).
     public var android: ProviderProgress?
 
     /// How far one provider's targets of a scan went: `StartProgress`'s fields, for that provider.
@@ -158,73 +155,7 @@ public struct StartProgress: Sendable, Equatable {
 
     var key: [UInt8] { EventRecordKey.topic(eventKey: eventKey, topic: topic) }
 
-    /// The record's bytes: with an answer log, without the answers (they go to their segment).
-    var encoded: [UInt8] {
-        let answered = answerLog == nil ? self.answered : []
-        var writer = RecordWriter(capacity: 104 + (answered.count + offWire.count) * 8)
-        writer.string(app)
-        writer.uint8(environment.storeByte)
-        writer.uint8(doneLevel == nil ? 0 : 1)
-        writer.uint8(doneLevel ?? 0)
-        writer.uint8(scanLevel == nil ? 0 : 1)
-        writer.uint8(scanLevel ?? 0)
-        writer.data(completed)
-        writer.data(submitted)
-        writer.length(answered.count)
-        for hash in answered { writer.uint64(hash) }
-        writer.uint64(updatedAt)
-        if !offWire.isEmpty || android != nil {
-            writer.length(offWire.count)
-            for hash in offWire { writer.uint64(hash) }
-        }
-        if let android {
-            writer.data(android.completed)
-            writer.data(android.submitted)
-            writer.length(android.answered.count)
-            for hash in android.answered { writer.uint64(hash) }
-            writer.length(android.offWire.count)
-            for hash in android.offWire { writer.uint64(hash) }
-        }
-        return writer.bytes
-    }
-
-    init(eventKey: String, topic: String, decoding bytes: UnsafeRawBufferPointer) throws(StoreError) {
-        var reader = RecordReader(bytes, what: "start progress of event '\(eventKey)' topic '\(topic)'")
-        self.eventKey = eventKey
-        self.topic = topic
-        app = try reader.string()
-        environment = try reader.environment()
-        let hasDone = try reader.uint8()
-        let done = try reader.uint8()
-        doneLevel = hasDone == 0 ? nil : done
-        let hasScan = try reader.uint8()
-        let scan = try reader.uint8()
-        scanLevel = hasScan == 0 ? nil : scan
-        completed = try reader.data()
-        submitted = try reader.data()
-        let count = try reader.length()
-        var answered: [UInt64] = []
-        answered.reserveCapacity(count)
-        for _ in 0..<count { answered.append(try reader.uint64()) }
-        self.answered = answered
-        updatedAt = try reader.uint64()
-        var offWire: [UInt64] = []
-        if !reader.isAtEnd {
-            let count = try reader.length()
-            offWire.reserveCapacity(count)
-            for _ in 0..<count { offWire.append(try reader.uint64()) }
-        }
-        self.offWire = offWire
-        if !reader.isAtEnd {
-            var part = ProviderProgress(completed: try reader.data(), submitted: try reader.data())
-            for _ in 0..<(try reader.length()) { part.answered.append(try reader.uint64()) }
-            for _ in 0..<(try reader.length()) { part.offWire.append(try reader.uint64()) }
-            android = part
-        } else {
-            android = nil
-        }
-        guard reader.isAtEnd else { throw StoreError.corrupt(path: "", detail: "start progress of event '\(eventKey)' has trailing bytes") }
-    }
+    // Its record's bytes and their reading: StartProgress+Format.swift.
 }
 
 /// A record of the `events` database, whichever kind its key says it is.
