@@ -14,8 +14,12 @@ import APNs
 /// skipped whole, never half-applied.
 public enum ReplicatedWrite {
     /// Bumped when the layout changes; a node refuses (and counts) entries of another version
-    /// rather than guessing, so nodes are upgraded together.
-    public static let version: UInt8 = 2
+    /// rather than guessing, so nodes are upgraded together. Entries carrying a start checkpoint
+    /// are written in this one (the checkpoint in format 2, StartProgress+Format.swift): a node
+    /// from before refuses them by version, naming it, rather than calling the checkpoint damaged.
+    public static let version: UInt8 = 3
+    /// Entries with an FCM token but no start checkpoint.
+    static let versionWithFCM: UInt8 = 2
     /// Entries without an Android (FCM) token are still written in version 1, whose layout is
     /// the same: a node from before Android support takes them during a rolling upgrade, and
     /// refuses an entry with an FCM token by its version ("run the same Sokuho version on every
@@ -32,13 +36,15 @@ public enum ReplicatedWrite {
         var body = RecordWriter(capacity: 256)
         var count = 0
         var carriesFCM = false
+        var carriesCheckpoint = false
         for operation in operations where operation.isReplicated {
             encode(operation, into: &body)
             count += 1
             carriesFCM = carriesFCM || operation.tokenKind == .fcm
+            if case .putStartProgress = operation { carriesCheckpoint = true }
         }
         var writer = RecordWriter(capacity: body.bytes.count + 8)
-        writer.uint8(carriesFCM ? version : versionWithoutFCM)
+        writer.uint8(carriesCheckpoint ? version : carriesFCM ? versionWithFCM : versionWithoutFCM)
         writer.length(count)
         writer.bytes.append(contentsOf: body.bytes)
         return writer.bytes
@@ -56,8 +62,8 @@ public enum ReplicatedWrite {
         var reader = RecordReader(buffer, what: "replicated write")
         do throws(StoreError) {
             let found = try reader.uint8()
-            guard found == version || found == versionWithoutFCM else {
-                throw StoreError.invalid("replicated write: version \(found), this Sokuho reads versions \(versionWithoutFCM) and \(version); run the same Sokuho version on every node")
+            guard (versionWithoutFCM...version).contains(found) else {
+                throw StoreError.invalid("replicated write: version \(found), this Sokuho reads versions \(versionWithoutFCM) to \(version); run the same Sokuho version on every node")
             }
             // Each operation takes at least two bytes: a count above that is a lie, not an allocation to make.
             let count = try reader.length()
