@@ -51,6 +51,14 @@ struct ReplicationTests {
         #expect(ReplicatedWrite.encode(decoded) == encoded)
     }
 
+    /// A node from before reads what it can and refuses by version what it cannot: a start
+    /// checkpoint (format 2) goes in version 3, an FCM token without one in 2, the rest in 1.
+    @Test func eachEntryIsWrittenInTheOldestVersionThatCarriesIt() {
+        let checkpoints = Self.everyOperation.filter { if case .putStartProgress = $0 { true } else { false } }
+        #expect(!checkpoints.isEmpty && ReplicatedWrite.encode(checkpoints).first == ReplicatedWrite.version && ReplicatedWrite.version == 3)
+        #expect(ReplicatedWrite.encode([WriteOperation.removeInstallation(id: "x")]).first == 1)
+    }
+
     @Test func importsAndSweepsStayOnTheNodeThatRanThem() throws {
         let batch = try RegistrationBatch([registration("imported", token(8))], at: 1)
         let operations: [WriteOperation] = [.registerBatch(batch), .sweepExpired(now: 1, installationMaxAge: 2), .removeInstallation(id: "x")]
