@@ -76,10 +76,11 @@ extension Fanout {
         }
         let sink = DiscardingSink()
         var warnings: [String] = []
+        let lanes = EventPushes.lanes(android: android)
         for group in event.groups {
             let rendering = LaneRendering(event: event, group: group, channel: nil, startContent: content, timestamp: event.timestamp ?? 0,
                                           expiration: .immediately, deadline: nil, sink: sink)
-            warnings += try EventPushes.render(rendering, lanes: EventPushes.lanes(android: android)).warnings
+            warnings += try EventPushes.render(rendering, lanes: lanes).warnings
         }
         return warnings
     }

@@ -119,11 +119,7 @@ extension StartProgress {
             let count = try reader.length()
             for _ in 0..<count { offWire.append(try reader.uint64()) }
         }
-        if !reader.isAtEnd {
-            var part = ProviderProgress(completed: try reader.data(), submitted: try reader.data())
-            for _ in 0..<(try reader.length()) { part.answered.append(try reader.uint64()) }
-            for _ in 0..<(try reader.length()) { part.offWire.append(try reader.uint64()) }
-            android = part
-        }
+        // The Android part is laid out as a format-2 part without its lane byte.
+        if !reader.isAtEnd { android = try Self.readPart(&reader) }
     }
 }
